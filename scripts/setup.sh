@@ -1,0 +1,55 @@
+# Sourced by main.sh and test.sh: system libraries, a virtual environment in .venv with the
+# package installed, and compile caches inside the checkout.
+#   needs: "cpu" (libX11 for `import taichi`) or "vulkan" (also the Vulkan loader and Mesa's
+#   lavapipe >= 23: older lavapipe miscompiles integer atomics in loops).
+set -euo pipefail
+TH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$TH_ROOT"
+
+th_log() { echo "[taichi-hydro] $*" >&2; }
+
+th_have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
+
+th_apt() {
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    th_log "missing system packages: $*; install them (e.g. sudo apt-get install $*)"
+    return 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || {
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
+}
+
+th_mesa_major() { dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | cut -d. -f1 | sed 's/^[0-9]*://' ; }
+
+th_system() {
+  th_have_lib libX11.so.6 || th_apt libx11-6
+  if [ "${1:-cpu}" = vulkan ]; then
+    th_have_lib libvulkan.so.1 || th_apt libvulkan1
+    local major; major=$(th_mesa_major || true)
+    if [ -z "$major" ] || [ "$major" -lt 23 ]; then
+      if [ "$(id -u)" = 0 ] && grep -q 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+        th_log "installing Mesa's Vulkan drivers from bookworm-backports (lavapipe >= 23 needed)"
+        echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/th-backports.list
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports mesa-vulkan-drivers >/dev/null
+      else
+        th_apt mesa-vulkan-drivers || true
+      fi
+    fi
+  fi
+}
+
+th_venv() {
+  local py=${PYTHON:-python3}
+  if [ ! -x .venv/bin/python ]; then
+    th_log "creating .venv"
+    "$py" -m venv .venv
+  fi
+  th_log "installing taichi_hydro${1:+ with [$1]} into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${1:+[$1]}"
+}
+
+export TI_OFFLINE_CACHE_FILE_PATH="$TH_ROOT/.cache/taichi"
+export MESA_SHADER_CACHE_DIR="$TH_ROOT/.cache/mesa"
+export MESA_SHADER_CACHE_MAX_SIZE=2G
+mkdir -p "$TI_OFFLINE_CACHE_FILE_PATH" "$MESA_SHADER_CACHE_DIR"

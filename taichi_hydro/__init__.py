@@ -1,0 +1,33 @@
+"""taichi_hydro: batched hydroelastic (pressure field) contact simulation in Taichi.
+
+Importing this package starts nothing and allocates nothing: call init() first."""
+
+from .backend import ARCHES, current_arch, init, is_initialized
+from .errors import BackendError, CapacityError, HydroError, MeshError, SceneError, SimulationError
+from .scene import Body, Contact, Scene, Shape, SolverSettings, load_scene, scene_from_dict
+from .sim import Simulator
+from .surfaces import ContactSurface
+
+__all__ = [
+    "ARCHES",
+    "init",
+    "is_initialized",
+    "current_arch",
+    "load_scene",
+    "scene_from_dict",
+    "Scene",
+    "Body",
+    "Shape",
+    "Contact",
+    "SolverSettings",
+    "Simulator",
+    "ContactSurface",
+    "HydroError",
+    "SceneError",
+    "MeshError",
+    "CapacityError",
+    "BackendError",
+    "SimulationError",
+]
+
+__version__ = "0.1.0"

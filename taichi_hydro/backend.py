@@ -1,0 +1,113 @@
+"""Backend selection over ti.init: one explicit choice, never a silent fallback."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import BackendError
+
+__all__ = ["init", "is_initialized", "current_arch", "require_init", "ARCHES", "Precision"]
+
+ARCHES = ("cpu", "vulkan", "cuda")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Floating point type used on the device."""
+
+    name: str  # "f32" | "f64"
+
+
+_state: dict = {"arch": None, "precision": None}
+
+
+def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True) -> str:
+    """Start Taichi on `arch` ("cpu", "vulkan" or "cuda"). Raises BackendError if that backend
+    is not available; never falls back to another one. Calling init again with the same
+    arguments is a no-op; with different ones it restarts Taichi (every Simulator made before
+    becomes invalid).
+
+    precision: "f32" (default, every backend) or "f64" (cpu and cuda; Vulkan has no f64
+    transcendentals). cache_dir: Taichi offline-cache folder (default $TI_OFFLINE_CACHE_FILE_PATH
+    or Taichi's own). Returns the arch name."""
+    import taichi as ti
+
+    if arch not in ARCHES:
+        raise BackendError(f"unknown arch {arch!r}; choose one of {list(ARCHES)}")
+    if precision not in ("f32", "f64"):
+        raise BackendError(f"unknown precision {precision!r}; choose 'f32' or 'f64'")
+    if precision == "f64" and arch == "vulkan":
+        raise BackendError("precision 'f64' is not available on vulkan; use 'f32'")
+    if _state["arch"] == arch and _state["precision"] == precision:
+        return arch
+    if _state["arch"] is not None:
+        ti.reset()
+    kwargs = dict(
+        arch={"cpu": ti.cpu, "vulkan": ti.vulkan, "cuda": ti.cuda}[arch],
+        enable_fallback=False,
+        default_fp=ti.f64 if precision == "f64" else ti.f32,
+        default_ip=ti.i32,
+        offline_cache=True,
+        debug=debug,
+        log_level=ti.WARN if quiet else ti.INFO,
+    )
+    path = cache_dir or os.environ.get("TI_OFFLINE_CACHE_FILE_PATH")
+    if path:
+        kwargs["offline_cache_file_path"] = path
+    try:
+        ti.init(**kwargs)
+    except Exception as exc:  # taichi raises RuntimeError for a missing backend
+        _state.update(arch=None, precision=None)
+        raise BackendError(f"taichi backend {arch!r} is not available here: {exc}") from exc
+    got = ti.lang.impl.current_cfg().arch
+    expected = {"cpu": (ti.x64, ti.arm64), "vulkan": (ti.vulkan,), "cuda": (ti.cuda,)}[arch]
+    if got not in expected:
+        ti.reset()
+        _state.update(arch=None, precision=None)
+        raise BackendError(f"taichi started on {got} instead of {arch!r}")
+    _state.update(arch=arch, precision=precision)
+    if arch == "vulkan":
+        _probe_loop_atomics()
+    return arch
+
+
+def _probe_loop_atomics() -> None:
+    """Integer atomics inside a loop with a run-time trip count: Mesa's lavapipe before 23
+    executes only the first two iterations (seen with Mesa 22.3.6; fixed in 25.0). Our hash
+    and pools rely on that pattern, so refuse such a driver instead of dropping contacts."""
+    import numpy as np
+    import taichi as ti
+
+    from .probe import loop_atomics
+
+    out = ti.ndarray(ti.i32, 8)
+    out.fill(0)
+    loop_atomics(out, 6)
+    got = out.to_numpy()
+    if not np.array_equal(got, [1, 1, 1, 1, 1, 1, 0, 0]):
+        ti.reset()
+        _state.update(arch=None, precision=None)
+        raise BackendError(
+            "this Vulkan driver miscompiles integer atomics inside loops (Mesa lavapipe < 23 does); "
+            f"probe wrote {got.tolist()}. Upgrade Mesa (e.g. Debian bookworm-backports mesa-vulkan-drivers)"
+        )
+
+
+def is_initialized() -> bool:
+    return _state["arch"] is not None
+
+
+def current_arch() -> str:
+    require_init()
+    return _state["arch"]
+
+
+def current_precision() -> str:
+    require_init()
+    return _state["precision"]
+
+
+def require_init() -> None:
+    if _state["arch"] is None:
+        raise BackendError("call taichi_hydro.init('cpu' | 'vulkan' | 'cuda') first")

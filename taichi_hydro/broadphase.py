@@ -1,0 +1,315 @@
+"""Broad phase on the device, all worlds at once (DESIGN §3 step 2).
+
+1. world boxes of the mesh geometries; pair activity per world (box overlap, or box below the
+   plane for half-space pairs) and, for hashed pairs, the intersection box;
+2. per geometry, the union of its active pairs' intersection boxes ("region"): elements outside
+   it cannot touch anything, and big elements (a floor) are clamped to it;
+3. a spatial hash keyed by (world, cell): elements append their cells, count per bucket ->
+   exclusive scan -> scatter;
+4. element pairs of different geometries sharing a cell, whose boxes overlap, reported once
+   (only in the cell holding the minimum corner of their box intersection).
+"""
+
+import taichi as ti
+
+from .math3d import quat_to_mat
+from .model import G_BODY, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, PairType
+
+nd = ti.types.ndarray
+vec3 = ti.math.vec3
+vec4 = ti.math.vec4
+ivec4 = ti.types.vector(4, ti.i32)
+ivec8 = ti.types.vector(8, ti.i32)
+box3 = ti.types.matrix(2, 3, float)
+
+KIND_TETMESH, KIND_TRIMESH, KIND_HALFSPACE = 0, 1, 2
+BIG = 1e30
+
+# counts[] slots
+C_ACTIVE, C_ENTRIES, C_CANDIDATES, C_POLYGONS = 0, 1, 2, 3
+
+
+@ti.func
+def empty_box() -> box3:
+    return box3([[BIG, BIG, BIG], [-BIG, -BIG, -BIG]])
+
+
+@ti.func
+def box_lo(b: box3) -> vec3:
+    return vec3(b[0, 0], b[0, 1], b[0, 2])
+
+
+@ti.func
+def box_hi(b: box3) -> vec3:
+    return vec3(b[1, 0], b[1, 1], b[1, 2])
+
+
+@ti.func
+def make_box(lo: vec3, hi: vec3) -> box3:
+    return box3([[lo[0], lo[1], lo[2]], [hi[0], hi[1], hi[2]]])
+
+
+@ti.func
+def box_valid(b: box3) -> ti.i32:
+    return 1 if (b[0, 0] <= b[1, 0] and b[0, 1] <= b[1, 1] and b[0, 2] <= b[1, 2]) else 0
+
+
+@ti.func
+def intersect(a: box3, b: box3) -> box3:
+    return make_box(ti.max(box_lo(a), box_lo(b)), ti.min(box_hi(a), box_hi(b)))
+
+
+@ti.func
+def union(a: box3, b: box3) -> box3:
+    return make_box(ti.min(box_lo(a), box_lo(b)), ti.max(box_hi(a), box_hi(b)))
+
+
+@ti.func
+def transformed_box(local: box3, R: ti.math.mat3, p: vec3) -> box3:
+    """World box of a body-frame box under the pose (R, p) (exact box of the rotated box)."""
+    centre = 0.5 * (box_lo(local) + box_hi(local))
+    half = 0.5 * (box_hi(local) - box_lo(local))
+    c = R @ centre + p
+    e = vec3(0.0)
+    for i in ti.static(range(3)):
+        for j in ti.static(range(3)):
+            e[i] += ti.abs(R[i, j]) * half[j]
+    return make_box(c - e, c + e)
+
+
+@ti.func
+def hash_cell(w: ti.i32, ix: ti.i32, iy: ti.i32, iz: ti.i32, mask: ti.i32) -> ti.i32:
+    h = (
+        ti.cast(ix, ti.u32) * ti.u32(73856093)
+        ^ ti.cast(iy, ti.u32) * ti.u32(19349663)
+        ^ ti.cast(iz, ti.u32) * ti.u32(83492791)
+        ^ ti.cast(w, ti.u32) * ti.u32(2654435761)
+    )
+    return ti.cast(h & ti.cast(mask, ti.u32), ti.i32)
+
+
+@ti.func
+def cell_of(x: vec3, inv_cell: float) -> ti.math.ivec3:
+    return ti.cast(ti.floor(x * inv_cell), ti.i32)
+
+
+@ti.kernel
+def clear_hash(counts: nd(dtype=ti.i32, ndim=1), bucket_count: nd(dtype=ti.i32, ndim=1)):
+    """Writes counts = 0 and bucket_count = 0."""
+    for i in counts:
+        counts[i] = 0
+    for b in bucket_count:
+        bucket_count[b] = 0
+
+
+@ti.kernel
+def pair_activity(
+    body_p: nd(dtype=vec3, ndim=2),
+    body_q: nd(dtype=vec4, ndim=2),
+    geom_i: nd(dtype=ivec8, ndim=1),
+    geom_box_G: nd(dtype=box3, ndim=1),
+    pair_i: nd(dtype=ivec8, ndim=1),
+    pair_active: nd(dtype=ti.i32, ndim=2),
+    pair_box: nd(dtype=box3, ndim=2),
+):
+    """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes
+    overlap, or the mesh box reaches below a half-space) and pair_box[w, p], the box
+    intersection of a hashed pair."""
+    W = body_p.shape[0]
+    P = pair_i.shape[0]
+    for w, p in ti.ndrange(W, P):
+        pr = pair_i[p]
+        t = pr[P_TYPE]
+        ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
+        active = 0
+        inter = empty_box()
+        if t == PairType.TET_TET or t == PairType.TET_TRI:
+            ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
+            box_a = transformed_box(geom_box_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])
+            box_b = transformed_box(geom_box_G[gb], quat_to_mat(body_q[w, bb]), body_p[w, bb])
+            inter = intersect(box_a, box_b)
+            active = box_valid(inter)
+        else:
+            mesh, plane = ga, gb
+            if t == PairType.SLAB_TRI:
+                mesh, plane = gb, ga
+            bm, bh = geom_i[mesh][G_BODY], geom_i[plane][G_BODY]
+            box_m = transformed_box(geom_box_G[mesh], quat_to_mat(body_q[w, bm]), body_p[w, bm])
+            n = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
+            # Lowest corner of the box along n, relative to the plane.
+            lowest = 0.0
+            for k in ti.static(range(3)):
+                lowest += ti.min(n[k] * box_m[0, k], n[k] * box_m[1, k])
+            if lowest - n.dot(body_p[w, bh]) <= 0.0:
+                active = 1
+        pair_active[w, p] = active
+        pair_box[w, p] = inter
+
+
+@ti.kernel
+def geometry_regions(
+    geom_i: nd(dtype=ivec8, ndim=1),
+    geom_pair_start: nd(dtype=ti.i32, ndim=1),
+    geom_pair_list: nd(dtype=ti.i32, ndim=1),
+    pair_active: nd(dtype=ti.i32, ndim=2),
+    pair_box: nd(dtype=box3, ndim=2),
+    geom_region: nd(dtype=box3, ndim=2),
+):
+    """Writes geom_region[w, g]: union of the intersection boxes of g's active hashed pairs
+    (an invalid box when there is none)."""
+    W = pair_active.shape[0]
+    G = geom_i.shape[0]
+    for w, g in ti.ndrange(W, G):
+        region = empty_box()
+        for k in range(geom_pair_start[g], geom_pair_start[g + 1]):
+            p = geom_pair_list[k]
+            if pair_active[w, p] == 1:
+                region = union(region, pair_box[w, p])
+        geom_region[w, g] = region
+
+
+@ti.func
+def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G: ti.template(), R: ti.math.mat3, p: vec3) -> box3:
+    """World box of tet or triangle `idx` of the pools under pose (R, p)."""
+    lo = vec3(BIG)
+    hi = vec3(-BIG)
+    if geom_kind == KIND_TETMESH:
+        X = tet_X_G[idx]
+        for v in ti.static(range(4)):
+            x = R @ vec3(X[v, 0], X[v, 1], X[v, 2]) + p
+            lo = ti.min(lo, x)
+            hi = ti.max(hi, x)
+    else:
+        X = tri_X_G[idx]
+        for v in ti.static(range(3)):
+            x = R @ vec3(X[v, 0], X[v, 1], X[v, 2]) + p
+            lo = ti.min(lo, x)
+            hi = ti.max(hi, x)
+    return make_box(lo, hi)
+
+
+@ti.kernel
+def insert_elements(
+    body_p: nd(dtype=vec3, ndim=2),
+    body_q: nd(dtype=vec4, ndim=2),
+    geom_i: nd(dtype=ivec8, ndim=1),
+    hash_elem_geom: nd(dtype=ti.i32, ndim=1),
+    tet_X_G: nd(dtype=ti.types.matrix(4, 3, float), ndim=1),
+    tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
+    geom_region: nd(dtype=box3, ndim=2),
+    inv_cell: float,
+    hash_count: ti.i32,
+    counts: nd(dtype=ti.i32, ndim=1),
+    act_we: nd(dtype=ti.math.ivec2, ndim=1),
+    act_box: nd(dtype=box3, ndim=1),
+    ent_key: nd(dtype=ivec4, ndim=1),
+    ent_act: nd(dtype=ti.i32, ndim=1),
+    ent_bucket: nd(dtype=ti.i32, ndim=1),
+    bucket_count: nd(dtype=ti.i32, ndim=1),
+):
+    """Every hashed element inside its geometry's region: appends an active record (world,
+    element, box clamped to the region) and one entry per cell it covers, and counts entries
+    per bucket. Overflowing appends are counted but not written."""
+    W = body_p.shape[0]
+    act_cap = act_box.shape[0]
+    ent_cap = ent_key.shape[0]
+    mask = bucket_count.shape[0] - 2  # bucket_count has 2^k + 1 slots
+    for w, h in ti.ndrange(W, hash_count):
+        g = hash_elem_geom[h]
+        region = geom_region[w, g]
+        if box_valid(region) == 1:
+            gi = geom_i[g]
+            b = gi[G_BODY]
+            idx = gi[G_POOL_START] + h - gi[G_HASH_START]
+            box = intersect(element_box(gi[G_KIND], idx, tet_X_G, tri_X_G, quat_to_mat(body_q[w, b]), body_p[w, b]), region)
+            if box_valid(box) == 1:
+                a = ti.atomic_add(counts[C_ACTIVE], 1)
+                if a < act_cap:
+                    act_we[a] = ti.math.ivec2(w, h)
+                    act_box[a] = box
+                    lo = cell_of(box_lo(box), inv_cell)
+                    hi = cell_of(box_hi(box), inv_cell)
+                    span = hi - lo + 1
+                    ncell = span[0] * span[1] * span[2]
+                    e0 = ti.atomic_add(counts[C_ENTRIES], ncell)
+                    for k in range(ncell):
+                        e = e0 + k
+                        if e < ent_cap:
+                            ix = lo[0] + k % span[0]
+                            iy = lo[1] + (k // span[0]) % span[1]
+                            iz = lo[2] + k // (span[0] * span[1])
+                            bucket = hash_cell(w, ix, iy, iz, mask)
+                            ent_key[e] = ivec4(w, ix, iy, iz)
+                            ent_act[e] = a
+                            ent_bucket[e] = bucket
+                            ti.atomic_add(bucket_count[bucket], 1)
+
+
+@ti.kernel
+def scatter_entries(
+    counts: nd(dtype=ti.i32, ndim=1),
+    ent_bucket: nd(dtype=ti.i32, ndim=1),
+    bucket_cursor: nd(dtype=ti.i32, ndim=1),
+    sorted_ent: nd(dtype=ti.i32, ndim=1),
+):
+    """Writes sorted_ent: entry ids grouped by bucket (bucket_cursor starts at each bucket's
+    first slot and is consumed)."""
+    n = ti.min(counts[C_ENTRIES], sorted_ent.shape[0])
+    for e in range(n):
+        pos = ti.atomic_add(bucket_cursor[ent_bucket[e]], 1)
+        sorted_ent[pos] = e
+
+
+@ti.kernel
+def find_candidates(
+    counts: nd(dtype=ti.i32, ndim=1),
+    sorted_ent: nd(dtype=ti.i32, ndim=1),
+    ent_key: nd(dtype=ivec4, ndim=1),
+    ent_act: nd(dtype=ti.i32, ndim=1),
+    ent_bucket: nd(dtype=ti.i32, ndim=1),
+    bucket_start: nd(dtype=ti.i32, ndim=1),
+    act_we: nd(dtype=ti.math.ivec2, ndim=1),
+    act_box: nd(dtype=box3, ndim=1),
+    hash_elem_geom: nd(dtype=ti.i32, ndim=1),
+    geom_i: nd(dtype=ivec8, ndim=1),
+    pair_table: nd(dtype=ti.i32, ndim=2),
+    pair_i: nd(dtype=ivec8, ndim=1),
+    pair_active: nd(dtype=ti.i32, ndim=2),
+    inv_cell: float,
+    cand: nd(dtype=ivec4, ndim=1),
+):
+    """Appends candidates (world, pair, element of geometry a, element of geometry b): element
+    pairs of a hashed pair that share a cell and whose boxes overlap, each once."""
+    n = ti.min(counts[C_ENTRIES], sorted_ent.shape[0])
+    cap = cand.shape[0]
+    for i in range(n):
+        e = sorted_ent[i]
+        key = ent_key[e]
+        end = bucket_start[ent_bucket[e] + 1]
+        ai = ent_act[e]
+        w = key[0]
+        hi_ = act_we[ai][1]
+        gi_ = hash_elem_geom[hi_]
+        box_i = act_box[ai]
+        for j in range(i + 1, end):
+            e2 = sorted_ent[j]
+            key2 = ent_key[e2]
+            if key2[0] == key[0] and key2[1] == key[1] and key2[2] == key[2] and key2[3] == key[3]:
+                aj = ent_act[e2]
+                hj = act_we[aj][1]
+                gj = hash_elem_geom[hj]
+                if gj != gi_:
+                    p = pair_table[gi_, gj]
+                    if p >= 0:
+                        if pair_active[w, p] == 1:
+                            inter = intersect(box_i, act_box[aj])
+                            if box_valid(inter) == 1:
+                                c = cell_of(box_lo(inter), inv_cell)
+                                if c[0] == key[1] and c[1] == key[2] and c[2] == key[3]:
+                                    la = hi_ - geom_i[gi_][G_HASH_START]
+                                    lb = hj - geom_i[gj][G_HASH_START]
+                                    if pair_i[p][P_GEOM_A] != gi_:
+                                        la, lb = lb, la
+                                    k = ti.atomic_add(counts[C_CANDIDATES], 1)
+                                    if k < cap:
+                                        cand[k] = ivec4(w, p, la, lb)

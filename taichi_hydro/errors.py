@@ -1,0 +1,27 @@
+"""Exceptions raised by taichi_hydro. Every message names the offending value."""
+
+__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "SimulationError"]
+
+
+class HydroError(Exception):
+    """Base class of every error taichi_hydro raises on purpose."""
+
+
+class SceneError(HydroError, ValueError):
+    """A scene description is invalid (unknown key, wrong type, impossible value)."""
+
+
+class MeshError(HydroError, ValueError):
+    """A mesh is unusable: open, non-manifold, inverted or degenerate elements."""
+
+
+class CapacityError(HydroError, RuntimeError):
+    """A device pool is too small and may not grow; the message names the capacity to raise."""
+
+
+class BackendError(HydroError, RuntimeError):
+    """The requested Taichi backend is unavailable, or taichi_hydro was used before init()."""
+
+
+class SimulationError(HydroError, RuntimeError):
+    """A simulation cannot proceed (for example every world went non-finite)."""

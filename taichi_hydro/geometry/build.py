@@ -1,0 +1,123 @@
+"""From a scene body to its contact geometry (host, float64) and mass properties."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import MeshError, SceneError
+from ..scene import Body, Contact, Shape
+from . import primitives as prim
+from .mass import UnitMassProperties, box_props, capsule_props, cylinder_props, ellipsoid_props, sphere_props, surface_props
+from .mesh import TetMesh, TriMesh
+from .meshfile import compliant_convex, distance_field_tetmesh, is_convex, load_surface, load_tetmesh
+
+__all__ = ["Geometry", "build_geometry", "TETMESH", "TRIMESH", "HALFSPACE"]
+
+TETMESH, TRIMESH, HALFSPACE = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """Contact geometry of one body, in its body frame.
+
+    kind: TETMESH (compliant volume), TRIMESH (rigid surface) or HALFSPACE (z <= 0 of the body
+    frame). compliant: hydroelastic compliance. tets: the compliant mesh (TETMESH).
+    surface: rigid contact surface (TRIMESH) or the boundary used for drawing (TETMESH).
+    modulus E [Pa]; slab_gradient E/H [Pa/m] of a compliant half-space; margin [m].
+    mass: unit-density mass properties of the shape (None for a half-space)."""
+
+    kind: int
+    compliant: bool
+    tets: TetMesh | None
+    surface: TriMesh | None
+    modulus: float
+    slab_gradient: float
+    margin: float
+    mass: UnitMassProperties | None
+
+
+def build_geometry(body: Body, source: str) -> Geometry:
+    """Geometry of `body`; errors name the scene file, the body and the key."""
+    try:
+        return _build(body.shape, body.contact)
+    except MeshError as exc:
+        key = "shape.file" if body.shape.file else "shape"
+        raise SceneError(f"{source}: body '{body.name}': key '{key}': {exc}") from exc
+
+
+@lru_cache(maxsize=256)
+def _build(shape: Shape, contact: Contact) -> Geometry:
+    t = shape.type
+    E = contact.modulus or 0.0
+    h = contact.resolution
+    delta = contact.margin
+    if t == "halfspace":
+        slab = E / contact.slab_thickness if contact.compliant else 0.0
+        return Geometry(HALFSPACE, contact.compliant, None, None, E, slab, delta, None)
+    if t in ("mesh", "tetmesh"):
+        return _build_file(shape, contact)
+    mass = {
+        "sphere": lambda: sphere_props(shape.radius),
+        "box": lambda: box_props(shape.size),
+        "cylinder": lambda: cylinder_props(shape.radius, shape.length),
+        "capsule": lambda: capsule_props(shape.radius, shape.length),
+        "ellipsoid": lambda: ellipsoid_props(shape.radii),
+    }[t]()
+    if contact.compliant:
+        tets = {
+            "sphere": lambda: prim.compliant_sphere(shape.radius, E, h, delta),
+            "box": lambda: prim.compliant_box(shape.size, E, delta),
+            "cylinder": lambda: prim.compliant_cylinder(shape.radius, shape.length, E, h, delta),
+            "capsule": lambda: prim.compliant_capsule(shape.radius, shape.length, E, h, delta),
+            "ellipsoid": lambda: prim.compliant_ellipsoid(shape.radii, E, h, delta),
+        }[t]().validate(f"{t} mesh")
+        return Geometry(TETMESH, True, tets, tets.surface(), E, 0.0, delta, mass)
+    surface = {
+        "sphere": lambda: prim.rigid_sphere(shape.radius, h),
+        "box": lambda: prim.rigid_box(shape.size),
+        "cylinder": lambda: prim.rigid_cylinder(shape.radius, shape.length, h),
+        "capsule": lambda: prim.rigid_capsule(shape.radius, shape.length, h),
+        "ellipsoid": lambda: prim.rigid_ellipsoid(shape.radii, h),
+    }[t]()
+    return Geometry(TRIMESH, False, None, surface, 0.0, 0.0, 0.0, mass)
+
+
+def _build_file(shape: Shape, contact: Contact) -> Geometry:
+    scale = np.asarray(shape.scale)
+    E = contact.modulus
+    if shape.type == "mesh":
+        surface = load_surface(shape.file)
+        surface = TriMesh(surface.vertices * scale, surface.triangles)
+        mass = surface_props(surface)
+        if not contact.compliant:
+            return Geometry(TRIMESH, False, None, surface, 0.0, 0.0, 0.0, mass)
+        if not is_convex(surface):
+            raise MeshError(
+                f"{shape.file} is not convex; a compliant mesh shape must be convex (its field is a fan from the "
+                "centroid). For a non-convex compliant body, give a tetrahedral mesh: shape type \"tetmesh\" with a .vtk file"
+            )
+        tets = compliant_convex(surface, E, contact.margin).validate(f"convex mesh {shape.file}")
+        return Geometry(TETMESH, True, tets, tets.surface(), E, 0.0, contact.margin, mass)
+    vertices, tets, pressure = load_tetmesh(shape.file)
+    vertices = vertices * scale
+    if contact.compliant:
+        if contact.margin > 0:
+            raise MeshError("margin is not supported for a tetmesh shape yet (the field would need extrapolating); use margin = 0")
+        if pressure is None:
+            if E is None:
+                raise MeshError("has no point-data array 'pressure': give contact.modulus to build a distance-to-boundary field")
+            mesh = TetMesh(vertices, tets, np.zeros(len(vertices))).validate(f"tet mesh {shape.file}")
+            mesh = distance_field_tetmesh(mesh.vertices, mesh.tets, E)
+        else:
+            if len(pressure) != len(vertices):
+                raise MeshError(f"point data 'pressure' has {len(pressure)} values for {len(vertices)} vertices")
+            mesh = TetMesh(vertices, tets, pressure)
+        mesh = mesh.validate(f"tet mesh {shape.file}")
+        surface = mesh.surface().validate(f"boundary of tet mesh {shape.file}")
+        return Geometry(TETMESH, True, mesh, surface, E or float(mesh.pressure.max()), 0.0, 0.0, surface_props(surface))
+    mesh = TetMesh(vertices, tets, np.zeros(len(vertices))).validate(f"tet mesh {shape.file}")
+    surface = mesh.surface().validate(f"boundary of tet mesh {shape.file}")
+    return Geometry(TRIMESH, False, None, surface, 0.0, 0.0, 0.0, surface_props(surface))

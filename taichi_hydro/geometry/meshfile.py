@@ -1,0 +1,190 @@
+"""Meshes from files: closed triangle meshes through trimesh (OBJ/STL/PLY/GLB...), tetrahedral
+meshes through meshio (VTK), and the pressure fields we derive for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial import ConvexHull
+
+from ..errors import MeshError
+from .mesh import TetMesh, TriMesh, boundary_faces, tet_signed_volumes
+from .primitives import extent_to_pressure
+
+__all__ = [
+    "load_surface",
+    "load_tetmesh",
+    "convex_hull",
+    "is_convex",
+    "compliant_convex",
+    "distance_to_surface",
+    "distance_field_tetmesh",
+]
+
+
+def load_surface(path: Path) -> TriMesh:
+    """A closed triangle mesh from any format trimesh reads; a scene file (GLB) is flattened.
+    Raises MeshError for unreadable, open or non-manifold meshes. Outward orientation is
+    restored if the whole mesh is inside out."""
+    import trimesh
+
+    path = Path(path)
+    if not path.is_file():
+        raise MeshError(f"mesh file not found: {path}")
+    try:
+        mesh = trimesh.load(str(path), force="mesh", process=True)
+    except Exception as exc:  # trimesh raises many types for unreadable files
+        raise MeshError(f"cannot read mesh file {path}: {exc}") from exc
+    if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+        raise MeshError(f"mesh file {path} holds no triangles")
+    surface = TriMesh(np.asarray(mesh.vertices), np.asarray(mesh.faces))
+    if surface.volume() < 0:
+        surface = TriMesh(surface.vertices, surface.triangles[:, ::-1])
+    return surface.validate(f"mesh file {path}")
+
+
+def load_tetmesh(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(vertices (n,3) [m], tets (m,4), pressure (n,) [Pa] or None) from a volume mesh file meshio
+    reads (VTK legacy or XML); pressure is the point-data array named "pressure" if present."""
+    import meshio
+
+    path = Path(path)
+    if not path.is_file():
+        raise MeshError(f"tet mesh file not found: {path}")
+    try:
+        m = meshio.read(str(path))
+    except Exception as exc:
+        raise MeshError(f"cannot read tet mesh file {path}: {exc}") from exc
+    tets = [c.data for c in m.cells if c.type == "tetra"]
+    if not tets:
+        kinds = sorted({c.type for c in m.cells})
+        raise MeshError(f"tet mesh file {path} has no tetra cells (cell types: {kinds})")
+    pressure = m.point_data.get("pressure")
+    if pressure is not None:
+        pressure = np.asarray(pressure, dtype=np.float64).reshape(-1)
+    return np.asarray(m.points, dtype=np.float64)[:, :3], np.vstack(tets).astype(np.int64), pressure
+
+
+def convex_hull(surface: TriMesh) -> TriMesh:
+    """The convex hull of a surface's vertices as an outward triangle mesh."""
+    hull = ConvexHull(surface.vertices)
+    used, remap = np.unique(hull.simplices, return_inverse=True)
+    hm = TriMesh(surface.vertices[used], remap.reshape(-1, 3))
+    centre = hm.vertices.mean(axis=0)
+    x = hm.vertices[hm.triangles]
+    outward = np.einsum("ij,ij->i", np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0]), x[:, 0] - centre) > 0
+    tris = np.where(outward[:, None], hm.triangles, hm.triangles[:, ::-1])
+    return TriMesh(hm.vertices, tris)
+
+
+def is_convex(surface: TriMesh, rel_tol: float = 1e-6) -> bool:
+    """True when the enclosed volume equals the convex hull's to `rel_tol`."""
+    hull_volume = ConvexHull(surface.vertices).volume
+    return abs(hull_volume - surface.volume()) <= rel_tol * hull_volume
+
+
+def _hull_planes(hull: TriMesh) -> tuple[np.ndarray, np.ndarray]:
+    n = hull.normals()
+    return n, np.einsum("ij,ij->i", n, hull.vertices[hull.triangles[:, 0]])
+
+
+def compliant_convex(surface: TriMesh, modulus: float, margin: float = 0.0) -> TetMesh:
+    """Convex shape as a fan of tets from its volume centroid, p = E there and 0 on the surface
+    (Drake's convex field); with margin the hull planes move out by delta and the boundary gets
+    p = -E delta / d_c, d_c the centroid's distance to the original surface."""
+    hull = convex_hull(surface)
+    x = hull.vertices[hull.triangles]
+    vol = np.einsum("ij,ij->i", x[:, 0], np.cross(x[:, 1], x[:, 2])) / 6.0
+    centroid = (vol[:, None] * x.sum(axis=1) / 4.0).sum(axis=0) / vol.sum()
+    normals, offsets = _hull_planes(hull)
+    depth_centroid = float(np.min(offsets - normals @ centroid))
+    if margin > 0.0:
+        from scipy.spatial import HalfspaceIntersection
+
+        hs = HalfspaceIntersection(np.hstack([normals, -(offsets + margin)[:, None]]), centroid)
+        hull = convex_hull(TriMesh(hs.intersections, np.zeros((0, 3), dtype=np.int64)))
+    vertices = np.vstack([centroid[None], hull.vertices])
+    tets = np.hstack([np.zeros((hull.triangle_count, 1), dtype=np.int64), hull.triangles + 1])
+    extent = np.full(len(vertices), -margin / depth_centroid)
+    extent[0] = 1.0
+    return TetMesh(vertices, tets, extent_to_pressure(modulus, extent))
+
+
+def distance_to_surface(points: np.ndarray, surface_vertices: np.ndarray, triangles: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Unsigned distance from each point to a triangle soup [m] (exact point-triangle distance,
+    Ericson's region tests, vectorised over triangles)."""
+    a = surface_vertices[triangles[:, 0]]
+    b = surface_vertices[triangles[:, 1]]
+    c = surface_vertices[triangles[:, 2]]
+    ab, ac, bc = b - a, c - a, c - b
+    out = np.empty(len(points))
+    for start in range(0, len(points), chunk):
+        p = points[start : start + chunk, None, :]
+        closest = _closest_on_triangles(p, a, b, c, ab, ac, bc)
+        out[start : start + chunk] = np.sqrt(((p - closest) ** 2).sum(axis=2).min(axis=1))
+    return out
+
+
+def _closest_on_triangles(p, a, b, c, ab, ac, bc):
+    """Closest point on each triangle to each point p (broadcast (P,1,3) against (T,3))."""
+    ap = p - a
+    d1 = (ab * ap).sum(-1)
+    d2 = (ac * ap).sum(-1)
+    bp = p - b
+    d3 = (ab * bp).sum(-1)
+    d4 = (ac * bp).sum(-1)
+    cp = p - c
+    d5 = (ab * cp).sum(-1)
+    d6 = (ac * cp).sum(-1)
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+    denom = va + vb + vc
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = vb / denom
+        w = vc / denom
+        result = a + ab * v[..., None] + ac * w[..., None]  # interior
+        # Edge regions.
+        t_ab = d1 / (d1 - d3)
+        on_ab = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
+        result = np.where(on_ab[..., None], a + ab * t_ab[..., None], result)
+        t_ac = d2 / (d2 - d6)
+        on_ac = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
+        result = np.where(on_ac[..., None], a + ac * t_ac[..., None], result)
+        t_bc = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        on_bc = (va <= 0) & ((d4 - d3) >= 0) & ((d5 - d6) >= 0)
+        result = np.where(on_bc[..., None], b + bc * t_bc[..., None], result)
+    # Vertex regions.
+    result = np.where(((d1 <= 0) & (d2 <= 0))[..., None], a, result)
+    result = np.where(((d3 >= 0) & (d4 <= d3))[..., None], b, result)
+    result = np.where(((d6 >= 0) & (d5 <= d6))[..., None], c, result)
+    return result
+
+
+def distance_field_tetmesh(vertices: np.ndarray, tets: np.ndarray, modulus: float) -> TetMesh:
+    """Pressure E * d / d_max from the distance d to the mesh boundary (Elandt 2019 §VI-A). Tets
+    with all four vertices on the boundary would have a zero gradient: each is split into four
+    at its centroid (which lies inside, so it gets a positive pressure)."""
+    faces = boundary_faces(tets)
+    on_boundary = np.zeros(len(vertices), dtype=bool)
+    on_boundary[np.unique(faces)] = True
+    flat = np.all(on_boundary[tets], axis=1)
+    if np.any(flat):
+        centroids = vertices[tets[flat]].mean(axis=1)
+        ids = len(vertices) + np.arange(len(centroids))
+        vertices = np.vstack([vertices, centroids])
+        local = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+        split = np.concatenate([np.column_stack([ids, tets[flat][:, f]]) for f in local])
+        # (c, face) with an outward face of a positive tet is negatively oriented: swap.
+        split = split[:, [0, 2, 1, 3]]
+        tets = np.vstack([tets[~flat], split])
+        on_boundary = np.concatenate([on_boundary, np.zeros(len(centroids), dtype=bool)])
+    distance = np.zeros(len(vertices))
+    interior = np.flatnonzero(~on_boundary)
+    if len(interior) == 0:
+        raise MeshError("tet mesh has no interior vertex: cannot build a distance-to-boundary pressure field")
+    distance[interior] = distance_to_surface(vertices[interior], vertices, faces)
+    if np.any(tet_signed_volumes(vertices, tets) <= 0):
+        raise MeshError("splitting boundary tets produced an inverted tet")
+    return TetMesh(vertices, tets, extent_to_pressure(modulus, distance / distance.max()))

@@ -1,0 +1,243 @@
+"""Pure clipping geometry (ti.func only): polygons are up to POLY_MAX vertices stored as rows of
+a POLY_MAX x 3 matrix plus a count. Callers pass positions relative to a local origin near the
+elements so float32 keeps its digits.
+
+Conventions (Drake's, see DESIGN §1): a point is inside a half-space {x : n.x <= d} when
+n.x - d <= 0 (closed); polygons are convex; the equal-pressure plane of two linear fields has
+normal along grad pB - grad pA (out of A into B)."""
+
+import taichi as ti
+
+vec3 = ti.math.vec3
+POLY_MAX = 8
+Poly = ti.types.matrix(POLY_MAX, 3, float)
+
+# Vertices closer than this fraction of the element size are merged (Drake uses 1e-14 m in
+# float64; relative, since positions are float32 here).
+MERGE_REL = 1e-6
+# Drake keeps a polygon only if the angle between the face normal and the pressure gradient is
+# below 5*pi/8 (its IsFaceNormalAlongPressureGradient); cos(5*pi/8):
+COS_GRADIENT_LIMIT = -0.38268343236508984
+
+
+@ti.func
+def row(poly: ti.template(), i: ti.i32) -> vec3:
+    return vec3(poly[i, 0], poly[i, 1], poly[i, 2])
+
+
+@ti.func
+def set_row(poly: ti.template(), i: ti.i32, v: vec3):
+    for k in ti.static(range(3)):
+        poly[i, k] = v[k]
+
+
+@ti.func
+def clip_by_halfspace(poly: Poly, count: ti.i32, n: vec3, d: float):
+    """Sutherland-Hodgman: keep the part of a convex polygon with n.x <= d. Returns the new
+    polygon and count (count + 1 at most, capped at POLY_MAX)."""
+    out = Poly(0.0)
+    m = 0
+    for i in range(count):
+        a = row(poly, i)
+        b = row(poly, (i + 1) % count)
+        da = n.dot(a) - d
+        db = n.dot(b) - d
+        if da <= 0.0 and m < POLY_MAX:
+            set_row(out, m, a)
+            m += 1
+        if (da <= 0.0) != (db <= 0.0) and m < POLY_MAX:
+            t = da / (da - db)
+            set_row(out, m, a + t * (b - a))
+            m += 1
+    return out, m
+
+
+@ti.func
+def remove_duplicates(poly: Poly, count: ti.i32, tol2: float):
+    """Merge consecutive vertices (cyclically) closer than sqrt(tol2)."""
+    out = Poly(0.0)
+    m = 0
+    for i in range(count):
+        p = row(poly, i)
+        if m == 0 or (p - row(out, m - 1)).norm_sqr() > tol2:
+            set_row(out, m, p)
+            m += 1
+    while m > 1 and (row(out, m - 1) - row(out, 0)).norm_sqr() <= tol2:
+        m -= 1
+    return out, m
+
+
+@ti.func
+def slice_tet(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float):
+    """Polygon where the plane n.x = d cuts the tet (marching tets): a triangle or a quad in
+    cyclic order, or count 0. A vertex with n.x - d <= 0 counts as below."""
+    s = ti.Vector([n.dot(x0) - d, n.dot(x1) - d, n.dot(x2) - d, n.dot(x3) - d])
+    x = ti.Matrix.rows([x0, x1, x2, x3])
+    above = 0
+    for i in ti.static(range(4)):
+        if s[i] > 0.0:
+            above += 1
+    out = Poly(0.0)
+    m = 0
+    if above == 1 or above == 3:
+        # The lone vertex (above or below) connects to the other three.
+        lone = 0
+        for i in ti.static(range(4)):
+            if (s[i] > 0.0) == (above == 1):
+                lone = i
+        for k in ti.static(range(1, 4)):
+            j = (lone + k) % 4
+            t = s[lone] / (s[lone] - s[j])
+            a = vec3(x[lone, 0], x[lone, 1], x[lone, 2])
+            b = vec3(x[j, 0], x[j, 1], x[j, 2])
+            set_row(out, m, a + t * (b - a))
+            m += 1
+    elif above == 2:
+        # Above {a, b}, below {c, e}: crossing edges a-c, a-e, b-e, b-c form a cycle.
+        ia, ib, ic, ie = -1, -1, -1, -1
+        for i in ti.static(range(4)):
+            if s[i] > 0.0:
+                if ia < 0:
+                    ia = i
+                else:
+                    ib = i
+            else:
+                if ic < 0:
+                    ic = i
+                else:
+                    ie = i
+        for k in ti.static(range(4)):
+            p, q = ia, ic
+            if ti.static(k == 1):
+                p, q = ia, ie
+            elif ti.static(k == 2):
+                p, q = ib, ie
+            elif ti.static(k == 3):
+                p, q = ib, ic
+            t = s[p] / (s[p] - s[q])
+            a = vec3(x[p, 0], x[p, 1], x[p, 2])
+            b = vec3(x[q, 0], x[q, 1], x[q, 2])
+            set_row(out, m, a + t * (b - a))
+            m += 1
+    return out, m
+
+
+@ti.func
+def tet_face_plane(a: vec3, b: vec3, c: vec3, opposite: vec3):
+    """Outward unit normal and offset (n, d) of the tet face (a, b, c), the fourth vertex being
+    `opposite`: the tet lies in n.x <= d."""
+    n = (b - a).cross(c - a).normalized()
+    if n.dot(opposite - a) > 0.0:
+        n = -n
+    return n, n.dot(a)
+
+
+@ti.func
+def clip_by_tet(poly: Poly, count: ti.i32, x0: vec3, x1: vec3, x2: vec3, x3: vec3):
+    """Clip a convex polygon by the four faces of a tet (face k is opposite vertex k)."""
+    n0, d0 = tet_face_plane(x1, x2, x3, x0)
+    n1, d1 = tet_face_plane(x0, x3, x2, x1)
+    n2, d2 = tet_face_plane(x0, x1, x3, x2)
+    n3, d3 = tet_face_plane(x0, x2, x1, x3)
+    poly, count = clip_by_halfspace(poly, count, n0, d0)
+    if count > 0:
+        poly, count = clip_by_halfspace(poly, count, n1, d1)
+    if count > 0:
+        poly, count = clip_by_halfspace(poly, count, n2, d2)
+    if count > 0:
+        poly, count = clip_by_halfspace(poly, count, n3, d3)
+    return poly, count
+
+
+@ti.func
+def polygon_area_centroid(poly: Poly, count: ti.i32, n: vec3):
+    """Signed area about unit normal n (positive when counter-clockwise about n) [m^2] and the
+    area centroid, by a fan from vertex 0. Returns (0, vertex 0) for a degenerate polygon."""
+    p0 = row(poly, 0)
+    area2 = 0.0
+    weighted = vec3(0.0)
+    for i in range(1, count - 1):
+        a = row(poly, i) - p0
+        b = row(poly, i + 1) - p0
+        w = a.cross(b).dot(n)
+        area2 += w
+        weighted += w * (a + b) / 3.0
+    centroid = p0
+    if area2 != 0.0:
+        centroid = p0 + weighted / area2
+    return 0.5 * area2, centroid
+
+
+@ti.func
+def reverse(poly: Poly, count: ti.i32) -> Poly:
+    out = Poly(0.0)
+    for i in range(count):
+        set_row(out, i, row(poly, count - 1 - i))
+    return out
+
+
+@ti.func
+def equal_pressure_plane(grad_a: vec3, p_a: float, grad_b: vec3, p_b: float):
+    """Plane where two linear fields agree, pA(x) = p_a + grad_a.x and pB(x) = p_b + grad_b.x
+    (both written about the same local origin): returns (unit normal along grad_b - grad_a,
+    offset d with n.x = d, ok). Not ok when the gradients agree to 1e-6 relative."""
+    m = grad_b - grad_a
+    norm = m.norm()
+    scale = ti.max(grad_a.norm(), grad_b.norm())
+    ok = norm > 1e-6 * scale
+    n = vec3(0.0, 0.0, 1.0)
+    d = 0.0
+    if ok:
+        n = m / norm
+        d = (p_a - p_b) / norm
+    return n, d, ok
+
+
+@ti.func
+def gradient_along(grad: vec3, direction: vec3) -> ti.i32:
+    """Drake's filter: 1 when the angle between grad and direction is below 5*pi/8."""
+    g = grad.norm()
+    return 1 if grad.dot(direction) > COS_GRADIENT_LIMIT * g else 0
+
+
+@ti.func
+def tet_tet_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float,
+                    b0: vec3, b1: vec3, b2: vec3, b3: vec3, grad_b: vec3, p_b: float):
+    """Contact polygon of compliant tets a and b whose linear fields are p_a + grad_a.x and
+    p_b + grad_b.x: the equal-pressure plane sliced by a (<= 4 vertices) and clipped by b (<= 8).
+    Rejected (count 0) when the gradients agree or either fails Drake's 5*pi/8 angle test.
+    Returns (polygon, count, unit normal out of a into b)."""
+    n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
+    poly = Poly(0.0)
+    count = 0
+    if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1:
+        poly, count = slice_tet(a0, a1, a2, a3, n, d)
+        if count >= 3:
+            poly, count = clip_by_tet(poly, count, b0, b1, b2, b3)
+    return poly, count, n
+
+
+@ti.func
+def tri_tet_polygon(t0: vec3, t1: vec3, t2: vec3, a0: vec3, a1: vec3, a2: vec3, a3: vec3):
+    """The part of triangle (t0, t1, t2) inside tet a (<= 7 vertices)."""
+    poly = Poly(0.0)
+    set_row(poly, 0, t0)
+    set_row(poly, 1, t1)
+    set_row(poly, 2, t2)
+    return clip_by_tet(poly, 3, a0, a1, a2, a3)
+
+
+@ti.func
+def tet_slab_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float, n_plane: vec3, d_plane: float, slab: float):
+    """Compliant tet a against a compliant half-space {n_plane.x <= d_plane} whose pressure is
+    slab * depth (slab = E/H [Pa/m]): the equal-pressure plane sliced by a, clipped to the
+    half-space. Returns (polygon, count, unit normal out of a into the slab)."""
+    grad_b = -slab * n_plane
+    n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, slab * d_plane)
+    poly = Poly(0.0)
+    count = 0
+    if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1:
+        poly, count = slice_tet(a0, a1, a2, a3, n, d)
+        if count >= 3:
+            poly, count = clip_by_halfspace(poly, count, n_plane, d_plane)
+    return poly, count, n

@@ -1,0 +1,11 @@
+"""Tiny kernels that check a backend does what our kernels rely on."""
+
+import taichi as ti
+
+
+@ti.kernel
+def loop_atomics(out: ti.types.ndarray(dtype=ti.i32, ndim=1), n: ti.i32):
+    """out[k] += 1 for k < n, by integer atomics in a loop with a run-time trip count."""
+    for _ in range(1):
+        for k in range(n):
+            ti.atomic_add(out[k], 1)

@@ -1,0 +1,341 @@
+"""Scene description: TOML files (../CONTRACT) or dicts, validated into plain dataclasses.
+
+Every error is a SceneError that names the source file, the body and the key."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SceneError
+
+__all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "load_scene", "scene_from_dict", "SHAPE_TYPES"]
+
+SHAPE_TYPES = ("sphere", "box", "cylinder", "capsule", "ellipsoid", "halfspace", "mesh", "tetmesh")
+BODY_TYPES = ("dynamic", "static", "kinematic")
+_SHAPE_KEYS = {
+    "sphere": {"radius"},
+    "box": {"size"},
+    "cylinder": {"radius", "length"},
+    "capsule": {"radius", "length"},
+    "ellipsoid": {"radii"},
+    "halfspace": set(),
+    "mesh": {"file", "scale"},
+    "tetmesh": {"file", "scale"},
+}
+_ROUND_SHAPES = ("sphere", "cylinder", "capsule", "ellipsoid")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Geometry of one body in its body frame B. Dimensions [m]; `file` is resolved to an
+    absolute path; `scale` multiplies file coordinates."""
+
+    type: str
+    radius: float | None = None
+    size: tuple[float, float, float] | None = None
+    length: float | None = None
+    radii: tuple[float, float, float] | None = None
+    file: str | None = None
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+    def characteristic_radius(self) -> float:
+        """Smallest radius of a round shape [m] (used for the default resolution)."""
+        if self.type == "ellipsoid":
+            return min(self.radii)
+        return float(self.radius)
+
+
+@dataclass(frozen=True)
+class Contact:
+    """Contact material of a body's geometry.
+
+    hydro: "compliant" or "rigid". modulus: hydroelastic modulus E [Pa] (compliant only).
+    resolution: target edge length of curved meshes [m]. slab_thickness: depth H over which a
+    compliant half-space reaches E [m]. margin: hydroelastic margin delta [m] (compliant only).
+    dissipation: Hunt-Crossley d [s/m]. friction: Coulomb coefficient mu [-]."""
+
+    hydro: str = "rigid"
+    modulus: float | None = None
+    resolution: float | None = None
+    slab_thickness: float | None = None
+    margin: float = 0.0
+    dissipation: float = 0.0
+    friction: float = 0.5
+
+    @property
+    def compliant(self) -> bool:
+        return self.hydro == "compliant"
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid body. Pose of the body frame B in the world W: p_WB [m], q_WB (w, x, y, z), unit.
+    Velocities in W: v_WB [m/s] of the frame origin, w_WB [rad/s]. Dynamic bodies have a mass
+    [kg] or a density [kg/m^3]."""
+
+    name: str
+    type: str
+    shape: Shape
+    contact: Contact
+    mass: float | None = None
+    density: float | None = None
+    p_WB: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    q_WB: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    v_WB: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    w_WB: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """iterations: cap on projected-Jacobi iterations. tolerance: the solve stops when, in every
+    world, the largest change of a contact velocity over one iteration is below tolerance times
+    the largest free-motion contact speed (plus 1e-6 m/s), i.e. a relative velocity tolerance."""
+
+    iterations: int = 100
+    tolerance: float = 1e-6
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A validated scene. dt [s]; gravity in W [m/s^2]; bodies in file order."""
+
+    bodies: tuple[Body, ...]
+    dt: float = 1e-3
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    solver: SolverSettings = field(default_factory=SolverSettings)
+    source: str = "<scene>"
+
+    def body_index(self, name: str) -> int:
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i
+        raise KeyError(f"no body named {name!r} in {self.source}; bodies: {[b.name for b in self.bodies]}")
+
+
+class _Table:
+    """Typed access to one TOML table that remembers where it is for error messages and
+    rejects keys nobody read."""
+
+    def __init__(self, data: Any, where: str, source: str):
+        if not isinstance(data, dict):
+            raise SceneError(f"{source}: {where} must be a table, got {type(data).__name__}")
+        self.data, self.where, self.source = data, where, source
+        self.used: set[str] = set()
+
+    def error(self, key: str, msg: str) -> SceneError:
+        return SceneError(f"{self.source}: {self.where}: key '{key}': {msg}")
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.data.get(key, default)
+
+    def number(self, key: str, default: Any = None, *, required: bool = False, positive: bool = False, nonneg: bool = False) -> float | None:
+        if key not in self.data:
+            if required:
+                raise self.error(key, "is required")
+            return default
+        v = self.raw(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.error(key, f"must be a number, got {v!r}")
+        v = float(v)
+        if not math.isfinite(v):
+            raise self.error(key, f"must be finite, got {v}")
+        if positive and v <= 0:
+            raise self.error(key, f"must be > 0, got {v}")
+        if nonneg and v < 0:
+            raise self.error(key, f"must be >= 0, got {v}")
+        return v
+
+    def integer(self, key: str, default: int, *, minimum: int = 1) -> int:
+        if key not in self.data:
+            return default
+        v = self.raw(key)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.error(key, f"must be an integer, got {v!r}")
+        if v < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {v}")
+        return v
+
+    def vector(self, key: str, n: int, default: Any = None, *, required: bool = False, positive: bool = False) -> tuple[float, ...] | None:
+        if key not in self.data:
+            if required:
+                raise self.error(key, "is required")
+            return default
+        v = self.raw(key)
+        if not isinstance(v, (list, tuple)) or len(v) != n or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+            raise self.error(key, f"must be a list of {n} numbers, got {v!r}")
+        out = tuple(float(x) for x in v)
+        if not all(math.isfinite(x) for x in out):
+            raise self.error(key, f"must be finite, got {list(out)}")
+        if positive and any(x <= 0 for x in out):
+            raise self.error(key, f"every entry must be > 0, got {list(out)}")
+        return out
+
+    def string(self, key: str, default: str | None = None, *, required: bool = False, choices: tuple[str, ...] | None = None) -> str | None:
+        if key not in self.data:
+            if required:
+                raise self.error(key, "is required")
+            return default
+        v = self.raw(key)
+        if not isinstance(v, str):
+            raise self.error(key, f"must be a string, got {v!r}")
+        if choices is not None and v not in choices:
+            raise self.error(key, f"must be one of {list(choices)}, got {v!r}")
+        return v
+
+    def finish(self):
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise SceneError(f"{self.source}: {self.where}: unknown key '{unknown[0]}'" + (f" (and {unknown[1:]})" if len(unknown) > 1 else ""))
+
+
+def _parse_shape(t: _Table, base_dir: Path | None) -> Shape:
+    kind = t.string("type", required=True, choices=SHAPE_TYPES)
+    allowed = _SHAPE_KEYS[kind] | {"type"}
+    for key in t.data:
+        if key not in allowed:
+            raise t.error(key, f"is not a parameter of a {kind} (allowed: {sorted(allowed - {'type'})})")
+    if kind == "sphere":
+        shape = Shape(kind, radius=t.number("radius", required=True, positive=True))
+    elif kind == "box":
+        shape = Shape(kind, size=t.vector("size", 3, required=True, positive=True))
+    elif kind in ("cylinder", "capsule"):
+        shape = Shape(kind, radius=t.number("radius", required=True, positive=True), length=t.number("length", required=True, positive=True))
+    elif kind == "ellipsoid":
+        shape = Shape(kind, radii=t.vector("radii", 3, required=True, positive=True))
+    elif kind == "halfspace":
+        shape = Shape(kind)
+    else:
+        name = t.string("file", required=True)
+        path = Path(name)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        if not path.is_file():
+            raise t.error("file", f"file not found: {path}")
+        scale = (1.0, 1.0, 1.0)
+        if t.has("scale"):
+            s = t.raw("scale")
+            if isinstance(s, (int, float)) and not isinstance(s, bool):
+                t.data["scale"] = [s, s, s]
+            scale = t.vector("scale", 3, positive=True)
+        shape = Shape(kind, file=str(path.resolve()), scale=scale)
+    t.finish()
+    return shape
+
+
+def _parse_contact(t: _Table, shape: Shape) -> Contact:
+    modulus = t.number("modulus", positive=True)
+    hydro = t.string("hydro", "compliant" if modulus is not None else "rigid", choices=("compliant", "rigid"))
+    compliant = hydro == "compliant"
+    if compliant and modulus is None and shape.type != "tetmesh":
+        raise t.error("modulus", "is required for a compliant geometry (hydroelastic modulus E in Pa)")
+    if not compliant and modulus is not None:
+        raise t.error("modulus", "applies to compliant geometry only; remove it or set hydro = \"compliant\"")
+    slab = t.number("slab_thickness", positive=True)
+    if slab is not None and not (compliant and shape.type == "halfspace"):
+        raise t.error("slab_thickness", "applies to a compliant halfspace only")
+    if compliant and shape.type == "halfspace" and slab is None:
+        slab = 1.0
+    margin = t.number("margin", 0.0, nonneg=True)
+    if margin > 0 and not compliant:
+        raise t.error("margin", "applies to compliant geometry only (Drake's hydroelastic margin inflates the compliant side)")
+    resolution = t.number("resolution", positive=True)
+    if resolution is None and shape.type in _ROUND_SHAPES:
+        resolution = 0.5 * shape.characteristic_radius()
+    contact = Contact(
+        hydro=hydro,
+        modulus=modulus,
+        resolution=resolution,
+        slab_thickness=slab,
+        margin=margin,
+        dissipation=t.number("dissipation", 0.0, nonneg=True),
+        friction=t.number("friction", 0.5, nonneg=True),
+    )
+    t.finish()
+    return contact
+
+
+def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+    name = data.get("name") if isinstance(data, dict) else None
+    label = f"body '{name}'" if isinstance(name, str) else f"body #{index}"
+    t = _Table(data, label, source)
+    name = t.string("name", required=True)
+    if not name.strip():
+        raise t.error("name", "must not be empty")
+    kind = t.string("type", "dynamic", choices=BODY_TYPES)
+    shape_data = t.raw("shape")
+    if shape_data is None:
+        raise t.error("shape", "is required ([body.shape] with a type)")
+    shape = _parse_shape(_Table(shape_data, f"{label}: shape", source), base_dir)
+    contact = _parse_contact(_Table(t.raw("contact", {}), f"{label}: contact", source), shape)
+    mass = t.number("mass", positive=True)
+    density = t.number("density", positive=True)
+    if kind == "dynamic":
+        if shape.type == "halfspace":
+            raise t.error("type", "a halfspace has infinite mass: make it \"static\" or \"kinematic\"")
+        if mass is None and density is None:
+            raise t.error("mass", "a dynamic body needs 'mass' [kg] or 'density' [kg/m^3]")
+        if mass is not None and density is not None:
+            raise t.error("density", "give either 'mass' or 'density', not both")
+    elif mass is not None or density is not None:
+        raise t.error("mass" if mass is not None else "density", f"a {kind} body has no mass; remove it")
+    q = t.vector("orientation", 4, (1.0, 0.0, 0.0, 0.0))
+    norm = math.sqrt(sum(x * x for x in q))
+    if abs(norm - 1.0) > 1e-3:
+        raise t.error("orientation", f"must be a unit quaternion (w, x, y, z), got norm {norm:.6g}")
+    body = Body(
+        name=name,
+        type=kind,
+        shape=shape,
+        contact=contact,
+        mass=mass,
+        density=density,
+        p_WB=t.vector("position", 3, (0.0, 0.0, 0.0)),
+        q_WB=tuple(x / norm for x in q),
+        v_WB=t.vector("velocity", 3, (0.0, 0.0, 0.0)),
+        w_WB=t.vector("angular_velocity", 3, (0.0, 0.0, 0.0)),
+    )
+    t.finish()
+    return body
+
+
+def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | None = None) -> Scene:
+    """Validate a scene given as nested dicts/lists with the TOML file's layout."""
+    top = _Table(data, "top level", source)
+    sim = _Table(top.raw("sim", {}), "[sim]", source)
+    dt = sim.number("dt", 1e-3, positive=True)
+    gravity = sim.vector("gravity", 3, (0.0, 0.0, -9.81))
+    sim.finish()
+    st = _Table(top.raw("solver", {}), "[solver]", source)
+    solver = SolverSettings(iterations=st.integer("iterations", 100), tolerance=st.number("tolerance", 1e-6, positive=True))
+    st.finish()
+    raw_bodies = top.raw("body", [])
+    if not isinstance(raw_bodies, list) or not raw_bodies:
+        raise SceneError(f"{source}: the scene needs at least one [[body]]")
+    base = Path(base_dir) if base_dir is not None else None
+    bodies = tuple(_parse_body(b, i, source, base) for i, b in enumerate(raw_bodies))
+    top.finish()
+    names = [b.name for b in bodies]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SceneError(f"{source}: body name '{dup[0]}' is used more than once; names must be unique")
+    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source)
+
+
+def load_scene(path: str | Path) -> Scene:
+    """Read and validate a TOML scene file (format: CONTRACT.md). Raises SceneError."""
+    path = Path(path)
+    if not path.is_file():
+        raise SceneError(f"scene file not found: {path}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError(f"{path}: not valid TOML: {exc}") from exc
+    return scene_from_dict(data, source=str(path), base_dir=path.parent)

@@ -1,0 +1,103 @@
+"""Contact surfaces as the user sees them: the polygons of one world grouped per body pair,
+with the net static pressure force and area-weighted summaries (CONTRACT: contact query)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["ContactSurface", "group_surfaces"]
+
+
+@dataclass
+class ContactSurface:
+    """The hydroelastic contact surface between body_a and body_b (scene order) in one world.
+
+    Summaries exclude speculative polygons (pressure at the centroid < 0):
+    faces: number of polygons; area [m^2]; force: net static pressure force on body_b,
+    sum of A p0 n (N, world frame; n points from body_a into body_b); centroid: area-weighted
+    centroid (m, world); max_pressure: largest vertex pressure [Pa]; mean_pressure:
+    area-weighted mean pressure [Pa].
+
+    polygons: every polygon of the pair, speculative ones included: `vertices` is a list of
+    (k, 3) arrays (world, counter-clockwise about the normal), `vertex_pressure` a list of (k,)
+    arrays, and `area`, `pressure` (at the centroid), `centroid`, `normal`, `g_a`, `g_b`
+    (directional pressure gradients [Pa/m], inf on a rigid side), `element_a`, `element_b`
+    (tet or triangle index within each body's mesh; 0 for a half-space) are arrays."""
+
+    body_a: str
+    body_b: str
+    faces: int
+    area: float
+    force: np.ndarray
+    centroid: np.ndarray
+    max_pressure: float
+    mean_pressure: float
+    polygons: dict = field(repr=False, default_factory=dict)
+
+    def summary(self) -> dict:
+        """The JSON fields of CONTRACT's `taichi-hydro contact`."""
+        return {
+            "body_a": self.body_a,
+            "body_b": self.body_b,
+            "faces": int(self.faces),
+            "area": float(self.area),
+            "force": [float(x) for x in self.force],
+            "centroid": [float(x) for x in self.centroid],
+            "max_pressure": float(self.max_pressure),
+            "mean_pressure": float(self.mean_pressure),
+        }
+
+
+def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[ContactSurface]:
+    """Group the polygons of `world` by body pair, in scene order. pool: PolygonPool.to_numpy()
+    arrays (converted to float64 here); model: ModelData. Pairs without polygons are omitted."""
+    from .model import P_BODY_HI, P_BODY_LO, P_FLIP
+
+    pid = pool["poly_i"]
+    sel = pid[:, 0] == world
+    out = []
+    order = lambda p: (model.pair_i[p, P_BODY_LO], model.pair_i[p, P_BODY_HI])  # noqa: E731
+    for p in sorted(set(pid[sel, 1].tolist()), key=order):
+        rows = np.flatnonzero(sel & (pid[:, 1] == p))
+        # Deterministic polygon order (the device appends in any order).
+        c = pool["poly_c"][rows].astype(np.float64)
+        rows = rows[np.lexsort((c[:, 2], c[:, 1], c[:, 0]))]
+        area = pool["poly_g"][rows, 0].astype(np.float64)
+        p0 = pool["poly_g"][rows, 1].astype(np.float64)
+        normal = pool["poly_n"][rows].astype(np.float64)
+        centroid = pool["poly_c"][rows].astype(np.float64)
+        nv = pool["poly_nv"][rows]
+        verts = [pool["poly_v"][r, : nv[i]].astype(np.float64) for i, r in enumerate(rows)]
+        vps = [pool["poly_vp"][r, : nv[i]].astype(np.float64) for i, r in enumerate(rows)]
+        real = p0 >= 0.0
+        total = float(area[real].sum())
+        force = (area[real] * p0[real])[:, None] * normal[real]
+        name_a, name_b = model.pair_names(p)
+        elements = pid[rows][:, [3, 2]] if model.pair_i[p, P_FLIP] else pid[rows][:, [2, 3]]
+        out.append(
+            ContactSurface(
+                body_a=name_a,
+                body_b=name_b,
+                faces=int(real.sum()),
+                area=total,
+                force=force.sum(axis=0) if real.any() else np.zeros(3),
+                centroid=(area[real, None] * centroid[real]).sum(axis=0) / total if total > 0 else np.zeros(3),
+                max_pressure=float(max((v.max() for v, r in zip(vps, real) if r), default=0.0)),
+                mean_pressure=float((area[real] * p0[real]).sum() / total) if total > 0 else 0.0,
+                polygons={
+                    "vertices": verts,
+                    "vertex_pressure": vps,
+                    "area": area,
+                    "pressure": p0,
+                    "centroid": centroid,
+                    "normal": normal,
+                    "g_a": pool["poly_g"][rows, 2].astype(np.float64),
+                    "g_b": pool["poly_g"][rows, 3].astype(np.float64),
+                    "element_a": elements[:, 0].copy(),
+                    "element_b": elements[:, 1].copy(),
+                },
+            )
+        )
+    return out
