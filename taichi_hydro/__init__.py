@@ -2,6 +2,11 @@
 
 Importing this package starts nothing and allocates nothing: call init() first."""
 
+import os as _os
+
+# Taichi prints a banner on stdout when imported; keep stdout for our own output (JSON).
+_os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "False")
+
 from .backend import ARCHES, current_arch, init, is_initialized
 from .errors import BackendError, CapacityError, HydroError, MeshError, SceneError, SimulationError
 from .scene import Body, Contact, Scene, Shape, SolverSettings, load_scene, scene_from_dict

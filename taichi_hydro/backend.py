@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from dataclasses import dataclass
 
 from .errors import BackendError
@@ -56,7 +58,9 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     if path:
         kwargs["offline_cache_file_path"] = path
     try:
-        ti.init(**kwargs)
+        # ti.init prints "Starting on arch=..." on stdout: send it to stderr.
+        with contextlib.redirect_stdout(sys.stderr if quiet else sys.stdout):
+            ti.init(**kwargs)
     except Exception as exc:  # taichi raises RuntimeError for a missing backend
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi backend {arch!r} is not available here: {exc}") from exc

@@ -176,9 +176,9 @@ def distance_field_tetmesh(vertices: np.ndarray, tets: np.ndarray, modulus: floa
         vertices = np.vstack([vertices, centroids])
         local = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
         split = np.concatenate([np.column_stack([ids, tets[flat][:, f]]) for f in local])
-        # (c, face) with an outward face of a positive tet is negatively oriented: swap.
-        split = split[:, [0, 2, 1, 3]]
         tets = np.vstack([tets[~flat], split])
+        negative = tet_signed_volumes(vertices, tets) < 0
+        tets[negative] = tets[negative][:, [0, 2, 1, 3]]
         on_boundary = np.concatenate([on_boundary, np.zeros(len(centroids), dtype=bool)])
     distance = np.zeros(len(vertices))
     interior = np.flatnonzero(~on_boundary)

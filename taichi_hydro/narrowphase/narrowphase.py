@@ -237,13 +237,14 @@ def clip_planar(
                 n_tri = Rm @ tri_n_G[idx]
                 slab = geom_f[half][1]  # E/H
                 grad_a = -slab * n_plane
-                if clip.gradient_along(grad_a, n_tri) == 1:
-                    poly, count = clip.clip_by_halfspace(poly, 3, n_plane, d_plane)
-                    if count >= 3:
-                        e0 = (row(poly, 1) - row(poly, 0)).norm()
-                        n = -n_tri
-                        emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, flip,
-                             (merge_rel * e0) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+                # No gradient-angle filter here (Drake has one): the slab's field is linear
+                # everywhere, and keeping every submerged face makes the force exact buoyancy.
+                size = (row(poly, 1) - row(poly, 0)).norm()
+                poly, count = clip.clip_by_halfspace(poly, 3, n_plane, d_plane)
+                if count >= 3:
+                    n = -n_tri
+                    emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, flip,
+                         (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
             else:
                 X = tet_X_G[idx]
                 Pa = tet_p[idx]

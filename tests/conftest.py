@@ -1,0 +1,90 @@
+"""pytest set-up: `--arch cpu|vulkan|cuda` picks the Taichi backend of the whole session (one
+ti.init per process, so kernels compile once and are reused by every test)."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REFERENCE = SHARED / "reference"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--arch", default="cpu", choices=["cpu", "vulkan", "cuda"], help="Taichi backend for device tests")
+
+
+class Tolerances:
+    """Per-arch tolerances for results computed in float32 on the device.
+
+    rel: relative error of a sum of O(100) float32 terms, each exact to ~1e-7 relative, whose
+    inputs (world coordinates) carry 1e-7 relative rounding too: 1e-5 covers both with margin.
+    pos: absolute position error [m] per metre of scene size (float32 epsilon x 10)."""
+
+    def __init__(self, arch):
+        self.arch = arch
+        self.rel = 1e-5
+        self.pos = 1.2e-6
+
+
+@pytest.fixture(scope="session")
+def arch(request):
+    import taichi_hydro as th
+
+    name = request.config.getoption("--arch")
+    th.init(name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def tol(arch):
+    return Tolerances(arch)
+
+
+@pytest.fixture(scope="session")
+def reference():
+    import json
+
+    path = REFERENCE / "drake_reference.json"
+    if not path.is_file():
+        pytest.skip(f"reference data not found at {path}")
+    return json.loads(path.read_text())
+
+
+def scene(bodies, **sim):
+    """A validated scene from a list of body dicts."""
+    import taichi_hydro as th
+
+    data = {"body": bodies}
+    if sim:
+        data["sim"] = sim
+    return th.scene_from_dict(data, source="<test>")
+
+
+def ball(name="ball", radius=0.1, z=0.095, modulus=1e5, resolution=0.02, contact=None, **kw):
+    """A compliant sphere body; `contact` entries extend [body.contact], `kw` the body table."""
+    body = {
+        "name": name,
+        "mass": 0.5,
+        "position": [0.0, 0.0, z],
+        "shape": {"type": "sphere", "radius": radius},
+        "contact": {"modulus": modulus, "resolution": resolution, **(contact or {})},
+    }
+    body.update(kw)
+    return body
+
+
+def ground(name="ground", **contact):
+    body = {"name": name, "type": "static", "shape": {"type": "halfspace"}}
+    if contact:
+        body["contact"] = contact
+    return body
+
+
+def sphere_plane_force(R, E, depth):
+    """Exact pressure force of a compliant sphere with p = E (1 - r/R) pressed `depth` into a
+    rigid plane: F = 2 pi E [a^2/2 - (R^3 - h^3)/(3R)], h = R - depth, a^2 = R^2 - h^2."""
+    h = R - depth
+    return 2 * np.pi * E * ((R * R - h * h) / 2 - (R**3 - h**3) / (3 * R))

@@ -1,0 +1,234 @@
+"""Scene files: every bad input gives a SceneError that names the file, the body and the key."""
+
+import copy
+import math
+import textwrap
+
+import meshio
+import numpy as np
+import pytest
+
+import taichi_hydro as th
+from taichi_hydro.geometry import primitives as prim
+
+from conftest import ROOT
+
+GOOD = {
+    "sim": {"dt": 1e-3, "gravity": [0, 0, -9.81]},
+    "solver": {"iterations": 50, "tolerance": 1e-6},
+    "body": [
+        {"name": "ground", "type": "static", "shape": {"type": "halfspace"}},
+        {
+            "name": "ball",
+            "type": "dynamic",
+            "mass": 0.5,
+            "position": [0, 0, 0.1],
+            "orientation": [1, 0, 0, 0],
+            "shape": {"type": "sphere", "radius": 0.1},
+            "contact": {"hydro": "compliant", "modulus": 1e5, "resolution": 0.02, "margin": 0.0, "dissipation": 1.0, "friction": 0.4},
+        },
+    ],
+}
+
+
+def edit(path, value, delete=False):
+    """GOOD with the entry at `path` (a tuple of keys/indices) replaced or deleted."""
+    data = copy.deepcopy(GOOD)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
+def test_good_scene_parses():
+    s = th.scene_from_dict(GOOD, source="good.toml")
+    ball = s.bodies[1]
+    assert ball.contact.compliant and ball.contact.friction == 0.4 and s.solver.iterations == 50
+    assert s.bodies[0].contact.hydro == "rigid"
+
+
+BAD = [
+    # (path, value or DELETE, message fragments)
+    (("sim", "step"), 1e-3, ["[sim]", "unknown key 'step'"]),
+    (("sim", "dt"), -1e-3, ["[sim]", "'dt'", "> 0"]),
+    (("sim", "dt"), float("nan"), ["'dt'", "finite"]),
+    (("sim", "gravity"), [0, 0], ["'gravity'", "3 numbers"]),
+    (("solver", "iterations"), 0, ["[solver]", "'iterations'", ">= 1"]),
+    (("solver", "iterations"), 2.5, ["'iterations'", "integer"]),
+    (("body", 1, "colour"), "red", ["body 'ball'", "unknown key 'colour'"]),
+    (("body", 1, "name"), None, ["'name'", "string"]),
+    (("body", 1, "type"), "floating", ["body 'ball'", "'type'", "dynamic"]),
+    (("body", 1, "mass"), 0.0, ["body 'ball'", "'mass'", "> 0"]),
+    (("body", 1, "mass"), -2.0, ["body 'ball'", "'mass'", "> 0"]),
+    (("body", 1, "mass"), "heavy", ["body 'ball'", "'mass'", "number"]),
+    (("body", 1, "position"), [0, 0, float("nan")], ["body 'ball'", "'position'", "finite"]),
+    (("body", 1, "position"), [0, 0, float("inf")], ["body 'ball'", "'position'", "finite"]),
+    (("body", 1, "orientation"), [1, 1, 0, 0], ["body 'ball'", "'orientation'", "unit quaternion"]),
+    (("body", 1, "orientation"), [float("nan"), 0, 0, 0], ["body 'ball'", "'orientation'", "finite"]),
+    (("body", 1, "velocity"), [1, 2], ["body 'ball'", "'velocity'", "3 numbers"]),
+    (("body", 1, "shape", "radius"), -0.1, ["body 'ball': shape", "'radius'", "> 0"]),
+    (("body", 1, "shape", "radius"), 0, ["body 'ball': shape", "'radius'", "> 0"]),
+    (("body", 1, "shape", "size"), [1, 1, 1], ["body 'ball': shape", "'size'", "not a parameter of a sphere"]),
+    (("body", 1, "shape", "type"), "torus", ["body 'ball': shape", "'type'", "sphere"]),
+    (("body", 1, "contact", "modulus"), -1e5, ["body 'ball': contact", "'modulus'", "> 0"]),
+    (("body", 1, "contact", "friction"), -0.1, ["body 'ball': contact", "'friction'", ">= 0"]),
+    (("body", 1, "contact", "margin"), -1e-4, ["body 'ball': contact", "'margin'", ">= 0"]),
+    (("body", 1, "contact", "hydro"), "soft", ["body 'ball': contact", "'hydro'", "compliant"]),
+    (("body", 1, "contact", "slab_thickness"), 1.0, ["body 'ball': contact", "'slab_thickness'", "compliant halfspace only"]),
+    (("body", 1, "contact", "stiffness"), 1.0, ["body 'ball': contact", "unknown key 'stiffness'"]),
+    (("body", 0, "type"), "dynamic", ["body 'ground'", "halfspace has infinite mass"]),
+    (("body", 0, "mass"), 1.0, ["body 'ground'", "'mass'", "static body has no mass"]),
+    (("body", 0, "contact"), {"margin": 1e-4}, ["body 'ground': contact", "'margin'", "compliant geometry only"]),
+    (("body", 0, "contact"), {"hydro": "compliant"}, ["body 'ground': contact", "'modulus'", "required"]),
+    (("body", 0, "contact"), {"hydro": "rigid", "modulus": 1e5}, ["body 'ground': contact", "'modulus'", "compliant geometry only"]),
+]
+
+
+@pytest.mark.parametrize("path, value, fragments", BAD, ids=[f"{'.'.join(map(str, p))}={v!r}" for p, v, _ in BAD])
+def test_bad_values_name_file_body_and_key(path, value, fragments):
+    with pytest.raises(th.SceneError) as err:
+        th.scene_from_dict(edit(path, value), source="bad.toml")
+    msg = str(err.value)
+    assert msg.startswith("bad.toml:")
+    for f in fragments:
+        assert f in msg, f"{f!r} not in {msg!r}"
+
+
+@pytest.mark.parametrize("path, fragments", [
+    (("body", 1, "name"), ["body #1", "'name'", "required"]),
+    (("body", 1, "shape"), ["body 'ball'", "'shape'", "required"]),
+    (("body", 1, "mass"), ["body 'ball'", "'mass'", "needs 'mass'"]),
+    (("body", 1, "shape", "radius"), ["body 'ball': shape", "'radius'", "required"]),
+    (("body", 1, "contact", "modulus"), ["body 'ball': contact", "'modulus'", "required"]),
+])
+def test_missing_keys(path, fragments):
+    with pytest.raises(th.SceneError) as err:
+        th.scene_from_dict(edit(path, None, delete=True), source="bad.toml")
+    for f in fragments:
+        assert f in str(err.value), str(err.value)
+
+
+def test_duplicate_names_and_empty_scene():
+    data = copy.deepcopy(GOOD)
+    data["body"][0]["name"] = "ball"
+    with pytest.raises(th.SceneError, match="'ball' is used more than once"):
+        th.scene_from_dict(data)
+    with pytest.raises(th.SceneError, match="at least one"):
+        th.scene_from_dict({"sim": {}})
+    with pytest.raises(th.SceneError, match="unknown key 'bodies'"):
+        th.scene_from_dict({"bodies": [], "body": GOOD["body"]})
+
+
+def write(tmp_path, text, name="scene.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_toml_errors_and_missing_file(tmp_path):
+    with pytest.raises(th.SceneError, match="not found"):
+        th.load_scene(tmp_path / "nope.toml")
+    path = write(tmp_path, "[[body]\nname = 1")
+    with pytest.raises(th.SceneError, match="not valid TOML"):
+        th.load_scene(path)
+
+
+MESH_BODY = """
+[[body]]
+name = "ground"
+type = "static"
+[body.shape]
+type = "halfspace"
+
+[[body]]
+name = "part"
+mass = 1.0
+[body.shape]
+type = "{kind}"
+file = "{file}"
+[body.contact]
+{contact}
+"""
+
+
+def mesh_scene(tmp_path, kind, file, contact="hydro = \"rigid\""):
+    return write(tmp_path, MESH_BODY.format(kind=kind, file=file, contact=contact))
+
+
+def test_missing_mesh_file_names_key(tmp_path):
+    path = mesh_scene(tmp_path, "mesh", "meshes/none.obj")
+    with pytest.raises(th.SceneError) as err:
+        th.load_scene(path)
+    assert str(path) in str(err.value) and "body 'part'" in str(err.value) and "'file'" in str(err.value)
+
+
+def _obj(path, vertices, faces):
+    lines = [f"v {x} {y} {z}" for x, y, z in vertices] + [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in faces]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("defect, fragment", [("open", "open mesh"), ("nonmanifold", "non-manifold")])
+def test_bad_surface_meshes_are_refused_at_build(tmp_path, arch, defect, fragment):
+    box = prim.rigid_box((0.1, 0.1, 0.1))
+    faces = box.triangles[:-1] if defect == "open" else np.vstack([box.triangles, box.triangles[:1]])
+    _obj(tmp_path / "part.obj", box.vertices, faces)
+    scene = th.load_scene(mesh_scene(tmp_path, "mesh", "part.obj", "modulus = 1e5"))
+    with pytest.raises(th.SceneError) as err:
+        th.Simulator(scene)
+    msg = str(err.value)
+    assert "body 'part'" in msg and "'shape.file'" in msg and fragment in msg and "part.obj" in msg
+
+
+def test_nonconvex_compliant_mesh_asks_for_tetmesh(tmp_path, arch):
+    """An L-shaped prism is closed but not convex: a compliant mesh shape must be convex."""
+    outline = [(0, 0), (2, 0), (2, 1), (1, 1), (1, 2), (0, 2)]
+    n = len(outline)
+    v = [(x, y, z) for z in (0.0, 1.0) for x, y in outline]
+    faces = []
+    for i in range(n):
+        j = (i + 1) % n
+        faces += [(i, j, n + j), (i, n + j, n + i)]
+    cap = [(0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5)]  # counter-clockwise seen from +z
+    faces += [(a, c, b) for a, b, c in cap] + [(n + a, n + b, n + c) for a, b, c in cap]
+    _obj(tmp_path / "ell.obj", v, faces)
+    scene = th.load_scene(mesh_scene(tmp_path, "mesh", "ell.obj", "modulus = 1e5"))
+    with pytest.raises(th.SceneError, match="not convex.*tetmesh"):
+        th.Simulator(scene)
+
+
+def test_inverted_tet_in_vtk_is_refused(tmp_path, arch):
+    mesh = prim.compliant_box((0.1, 0.1, 0.1), 1e5)
+    tets = mesh.tets.copy()
+    tets[7] = tets[7][[0, 2, 1, 3]]
+    meshio.write(str(tmp_path / "pad.vtk"), meshio.Mesh(mesh.vertices, [("tetra", tets)], point_data={"pressure": mesh.pressure}))
+    scene = th.load_scene(mesh_scene(tmp_path, "tetmesh", "pad.vtk", "hydro = \"compliant\""))
+    with pytest.raises(th.SceneError) as err:
+        th.Simulator(scene)
+    msg = str(err.value)
+    assert "body 'part'" in msg and "inverted tet" in msg and "tet 7" in msg and "pad.vtk" in msg
+
+
+def test_vtk_without_pressure_needs_modulus(tmp_path, arch):
+    mesh = prim.compliant_box((0.1, 0.1, 0.1), 1e5)
+    meshio.write(str(tmp_path / "pad.vtk"), meshio.Mesh(mesh.vertices, [("tetra", mesh.tets)]))
+    scene = th.load_scene(mesh_scene(tmp_path, "tetmesh", "pad.vtk", "hydro = \"compliant\""))
+    with pytest.raises(th.SceneError, match="no point-data array 'pressure'.*modulus"):
+        th.Simulator(scene)
+
+
+def test_bundled_scenes_load():
+    for path in sorted((ROOT / "scenes").glob("*.toml")):
+        s = th.load_scene(path)
+        assert len(s.bodies) >= 2 and all(math.isfinite(x) for b in s.bodies for x in b.p_WB)
+
+
+def test_state_rejects_nan_pose(arch):
+    sim = th.Simulator(th.scene_from_dict(GOOD))
+    state = sim.get_state()
+    state["position"][0, 1, 2] = np.nan
+    with pytest.raises(th.SceneError, match="position of body 'ball' in world 0 is not finite"):
+        sim.set_state(position=state["position"])
