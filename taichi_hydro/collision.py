@@ -17,11 +17,17 @@ from .errors import CapacityError
 from .model import DeviceModel
 from .narrowphase import narrowphase as np_
 from .narrowphase.clip import MERGE_REL, POLY_MAX
-from .scan import block_sum_size, exclusive_scan
+from .plan import Plan
+from .scan import block_count, block_sum_size, scan_add, scan_blocks, scan_sums
 
 __all__ = ["Capacities", "Collision", "PolygonPool"]
 
 CAPACITY_NAMES = ("active_elements", "cell_entries", "candidates", "polygons")
+POOL_ARGS = ("poly_i", "poly_g", "poly_c", "poly_n", "poly_nv", "poly_v", "poly_vp")
+MODEL_ARGS = (
+    "tet_X_G", "tet_p", "tet_grad_G", "tri_X_G", "tri_n_G", "geom_i", "geom_f", "geom_box_G", "hash_elem_geom", "pair_i",
+    "pair_table", "geom_pair_start", "geom_pair_list", "plane_task",
+)
 
 
 @dataclass
@@ -78,9 +84,12 @@ def _pow2_at_least(n: int) -> int:
 
 
 class Collision:
-    """Owns the per-step broad/narrow phase arrays for `worlds` worlds of `model`."""
+    """Owns the per-step broad/narrow phase arrays for `worlds` worlds of `model`.
 
-    def __init__(self, model: DeviceModel, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28):
+    use_graph: dispatch the pass as one Taichi compute graph (see plan.Plan)."""
+
+    def __init__(self, model: DeviceModel, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
+                 use_graph: bool = True):
         self.model = model
         self.worlds = worlds
         self.max_capacity = max_capacity
@@ -90,6 +99,8 @@ class Collision:
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(bp.box3, (W, P))
         self.geom_region = ti.ndarray(bp.box3, (W, G))
+        self.use_graph = use_graph
+        self.plan = self._build_plan()
         self.caps = capacities or Capacities.for_model(model, worlds)
         self._allocate(self.caps)
         self.last_counts = np.zeros(8, dtype=np.int64)
@@ -117,35 +128,54 @@ class Collision:
         self.bucket_count = nb
         self.cand = ti.ndarray(bp.ivec4, C)
         self.pool = PolygonPool(caps.polygons)
+        self.args = self._args()
+
+    def _build_plan(self) -> Plan:
+        """The collision pass as a list of launches (see plan.Plan)."""
+        m = self.model
+        plan = Plan("collide").add(bp.clear_hash, "counts", "bucket_start")
+        if m.pair_count == 0:
+            return plan
+        plan.add(bp.pair_activity, "body_p", "body_q", "geom_i", "geom_box_G", "pair_i", "pair_active", "pair_box")
+        if m.hash_elem_count > 0:
+            plan.add(bp.geometry_regions, "geom_i", "geom_pair_start", "geom_pair_list", "pair_active", "pair_box", "geom_region")
+            plan.add(
+                bp.insert_elements, "body_p", "body_q", "geom_i", "hash_elem_geom", "tet_X_G", "tri_X_G", "geom_region", "inv_cell",
+                "hash_count", "counts", "act_we", "act_box", "ent_key", "ent_act", "ent_bucket", "bucket_start",
+            )
+            plan.add(scan_blocks, "bucket_start", "scan_scratch", "bucket_count")
+            plan.add(scan_sums, "scan_scratch", "scan_blocks")
+            plan.add(scan_add, "bucket_start", "bucket_cursor", "scan_scratch", "bucket_count")
+            plan.add(bp.scatter_entries, "counts", "ent_bucket", "bucket_cursor", "sorted_ent")
+            plan.add(
+                bp.find_candidates, "counts", "sorted_ent", "ent_key", "ent_act", "ent_bucket", "bucket_start", "act_we", "act_box",
+                "hash_elem_geom", "geom_i", "pair_table", "pair_i", "pair_active", "inv_cell", "cand",
+            )
+            plan.add(np_.clip_candidates, "counts", "cand", "body_p", "body_q", "geom_i", "pair_i", "tet_X_G", "tet_p", "tet_grad_G",
+                     "tri_X_G", "tri_n_G", "merge_rel", *POOL_ARGS)
+        if m.plane_task_count > 0:
+            plan.add(np_.clip_planar, "counts", "plane_task", "plane_task_count", "pair_active", "body_p", "body_q", "geom_i", "geom_f",
+                     "pair_i", "tet_X_G", "tet_p", "tet_grad_G", "tri_X_G", "tri_n_G", "merge_rel", *POOL_ARGS)
+        return plan
+
+    def _args(self) -> dict:
+        """Every array and scalar the plan names, for the current pools."""
+        m = self.model
+        args = {name: getattr(m, name) for name in MODEL_ARGS}
+        args.update(
+            counts=self.counts, pair_active=self.pair_active, pair_box=self.pair_box, geom_region=self.geom_region,
+            act_we=self.act_we, act_box=self.act_box, ent_key=self.ent_key, ent_act=self.ent_act, ent_bucket=self.ent_bucket,
+            sorted_ent=self.sorted_ent, bucket_start=self.bucket_start, bucket_cursor=self.bucket_cursor,
+            scan_scratch=self.scan_scratch, cand=self.cand, inv_cell=float(self.inv_cell), hash_count=int(m.hash_elem_count),
+            plane_task_count=int(m.plane_task_count), merge_rel=float(MERGE_REL), bucket_count=int(self.bucket_count),
+            scan_blocks=int(block_count(self.bucket_count)),
+        )
+        args.update(zip(POOL_ARGS, self.pool.arrays()))
+        return args
 
     def _pass(self, body_p, body_q):
-        m = self.model
-        bp.clear_hash(self.counts, self.bucket_start)
-        if m.pair_count == 0:
-            return
-        bp.pair_activity(body_p, body_q, m.geom_i, m.geom_box_G, m.pair_i, self.pair_active, self.pair_box)
-        if m.hash_elem_count > 0:
-            bp.geometry_regions(m.geom_i, m.geom_pair_start, m.geom_pair_list, self.pair_active, self.pair_box, self.geom_region)
-            bp.insert_elements(
-                body_p, body_q, m.geom_i, m.hash_elem_geom, m.tet_X_G, m.tri_X_G, self.geom_region, self.inv_cell,
-                m.hash_elem_count, self.counts, self.act_we, self.act_box, self.ent_key, self.ent_act, self.ent_bucket,
-                self.bucket_start,
-            )
-            exclusive_scan(self.bucket_start, self.bucket_cursor, self.scan_scratch, self.bucket_count)
-            bp.scatter_entries(self.counts, self.ent_bucket, self.bucket_cursor, self.sorted_ent)
-            bp.find_candidates(
-                self.counts, self.sorted_ent, self.ent_key, self.ent_act, self.ent_bucket, self.bucket_start, self.act_we,
-                self.act_box, m.hash_elem_geom, m.geom_i, m.pair_table, m.pair_i, self.pair_active, self.inv_cell, self.cand,
-            )
-            np_.clip_candidates(
-                self.counts, self.cand, body_p, body_q, m.geom_i, m.pair_i, m.tet_X_G, m.tet_p, m.tet_grad_G, m.tri_X_G,
-                m.tri_n_G, MERGE_REL, *self.pool.arrays(),
-            )
-        if m.plane_task_count > 0:
-            np_.clip_planar(
-                self.counts, m.plane_task, m.plane_task_count, self.pair_active, body_p, body_q, m.geom_i, m.geom_f, m.pair_i,
-                m.tet_X_G, m.tet_p, m.tet_grad_G, m.tri_X_G, m.tri_n_G, MERGE_REL, *self.pool.arrays(),
-            )
+        self.args["body_p"], self.args["body_q"] = body_p, body_q
+        self.plan.run(self.args, graph=self.use_graph)
 
     def overflow(self, counts: np.ndarray) -> Capacities | None:
         """The grown capacities if `counts` overflowed any pool, else None."""

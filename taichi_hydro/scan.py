@@ -9,7 +9,7 @@ BLOCK = 1024
 
 
 @ti.kernel
-def _scan_blocks(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
+def scan_blocks(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
     """Reads/writes x[0:n] (exclusive scan within each block); writes block_sum."""
     for b in range((n + BLOCK - 1) // BLOCK):
         total = 0
@@ -23,7 +23,7 @@ def _scan_blocks(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1
 
 
 @ti.kernel
-def _scan_sums(block_sum: nd(dtype=ti.i32, ndim=1), nblocks: ti.i32):
+def scan_sums(block_sum: nd(dtype=ti.i32, ndim=1), nblocks: ti.i32):
     """Exclusive scan of the block sums in one thread."""
     ti.loop_config(serialize=True)
     for _ in range(1):
@@ -36,7 +36,7 @@ def _scan_sums(block_sum: nd(dtype=ti.i32, ndim=1), nblocks: ti.i32):
 
 
 @ti.kernel
-def _scan_add(x: nd(dtype=ti.i32, ndim=1), copy: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
+def scan_add(x: nd(dtype=ti.i32, ndim=1), copy: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
     """x[i] += offset of its block; copy = x; x[n] = total."""
     for i in range(n + 1):
         v = 0
@@ -53,10 +53,13 @@ def block_sum_size(n: int) -> int:
     return (n + BLOCK - 1) // BLOCK + 1
 
 
+def block_count(n: int) -> int:
+    return (n + BLOCK - 1) // BLOCK
+
+
 def exclusive_scan(x, copy, scratch, n: int) -> None:
     """In place: x[i] = sum(x[:i]) for i <= n (x[n] = total); copy receives the same values.
     x and copy need n + 1 entries, scratch block_sum_size(n)."""
-    nblocks = (n + BLOCK - 1) // BLOCK
-    _scan_blocks(x, scratch, n)
-    _scan_sums(scratch, nblocks)
-    _scan_add(x, copy, scratch, n)
+    scan_blocks(x, scratch, n)
+    scan_sums(scratch, block_count(n))
+    scan_add(x, copy, scratch, n)

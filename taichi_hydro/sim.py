@@ -20,9 +20,14 @@ class Simulator:
 
     State per world (shape (worlds, bodies, ...)): body_p_WB [m], body_q_WB (w, x, y, z),
     body_v_WB [m/s], body_w_WB [rad/s], all in the world frame, for the body frame origin as
-    the scene places it."""
+    the scene places it.
 
-    def __init__(self, scene: Scene, worlds: int = 1, *, capacities: Capacities | None = None, max_capacity: int = 1 << 28):
+    capacities / max_capacity: initial pool sizes and the size no pool may grow past
+    (collision.Capacities). graph: run each stage as one Taichi compute graph (faster launches;
+    False runs kernels one by one, same results)."""
+
+    def __init__(self, scene: Scene, worlds: int = 1, *, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
+                 graph: bool = True):
         require_init()
         if not isinstance(worlds, (int, np.integer)) or worlds < 1:
             raise SceneError(f"worlds must be a positive integer, got {worlds!r}")
@@ -35,7 +40,7 @@ class Simulator:
         self.body_q_WB = ti.ndarray(ti.math.vec4, (self.worlds, B))
         self.body_v_WB = ti.ndarray(ti.math.vec3, (self.worlds, B))
         self.body_w_WB = ti.ndarray(ti.math.vec3, (self.worlds, B))
-        self.collision = Collision(self.model, self.worlds, capacities, max_capacity)
+        self.collision = Collision(self.model, self.worlds, capacities, max_capacity, use_graph=graph)
         self.reset()
 
     @property

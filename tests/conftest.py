@@ -7,9 +7,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REFERENCE = SHARED / "reference"
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _find_shared() -> Path:
+    """The project's shared folder (design, papers, reference data): $TH_SHARED, else the
+    `shared` beside the checkout, else the workplace's /work/shared."""
+    for candidate in (os.environ.get("TH_SHARED"), ROOT.parent / "shared", "/work/shared"):
+        if candidate and (Path(candidate) / "reference").is_dir():
+            return Path(candidate)
+    return ROOT.parent / "shared"
+
+
+SHARED = _find_shared()
+REFERENCE = SHARED / "reference"
 
 
 def pytest_addoption(parser):

@@ -33,6 +33,14 @@ def test_pools_grow_on_overflow_and_lose_nothing(arch):
     assert sum(s["faces"] for s in summaries(reference)) > 20
 
 
+def test_graph_and_eager_launches_agree(arch):
+    """The compute-graph dispatch and kernel-by-kernel dispatch give the same pool."""
+    graph = th.Simulator(scene(PILE), worlds=2, graph=True)
+    eager = th.Simulator(scene(PILE), worlds=2, graph=False)
+    for w in range(2):
+        assert summaries(graph, w) == summaries(eager, w)
+
+
 def test_pool_limit_raises_naming_the_capacity(arch):
     with pytest.raises(th.CapacityError, match="needs .* rows, above max_capacity=64"):
         th.Simulator(scene(PILE), worlds=2, capacities=Capacities(1, 1, 1, 1), max_capacity=64).contact_surfaces()

@@ -1,0 +1,1 @@
+"""Benchmarks of taichi_hydro across backends and against Drake (see bench/README.md)."""
