@@ -29,17 +29,19 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from pydrake.common import MemoryFile
+from pydrake.common.eigen_geometry import Quaternion
 from pydrake.geometry import (
     AddCompliantHydroelasticProperties,
     AddCompliantHydroelasticPropertiesForHalfSpace,
     AddRigidHydroelasticProperties,
     Box,
-    CollisionFilterDeclaration,
     Capsule,
+    CollisionFilterDeclaration,
     Convex,
     Cylinder,
     Ellipsoid,
@@ -52,7 +54,6 @@ from pydrake.geometry import (
     SceneGraph,
     Sphere,
 )
-from pydrake.common.eigen_geometry import Quaternion
 from pydrake.math import RigidTransform
 from pydrake.multibody.math import SpatialVelocity
 from pydrake.multibody.plant import (
@@ -79,7 +80,7 @@ from taichi_hydro.geometry.mesh import TetMesh, TriMesh
 from taichi_hydro.geometry.meshfile import is_convex, load_surface, load_tetmesh
 from taichi_hydro.scene import Body, Contact, Scene, Shape
 
-__all__ = ["DrakeScene", "build", "simulate", "time_contact_surfaces", "KINEMATIC_DENSITY"]
+__all__ = ["KINEMATIC_DENSITY", "DrakeScene", "build", "simulate", "time_contact_surfaces"]
 
 KINEMATIC_DENSITY = 1000.0
 """Nominal density of kinematic bodies [kg/m^3] (a scene gives them no mass; Drake needs one for
@@ -356,7 +357,9 @@ def _check_options(time_step: float, approximation, hydro_representation: str) -
         raise ValueError(f"hydro_representation must be one of {list(_REPRESENTATIONS)}, got {hydro_representation!r}")
 
 
-def build(scene: Scene, time_step: float = 0.0, approximation: str | None = None, hydro_representation: str = "polygon") -> DrakeScene:
+def build(
+    scene: Scene, time_step: float = 0.0, approximation: str | None = None, hydro_representation: str = "polygon"
+) -> DrakeScene:
     """Convert a validated scene to a Drake diagram with hydroelastic contact.
 
     time_step [s]: 0 gives a continuous plant (enough for the static contact query); > 0 a
@@ -434,7 +437,7 @@ def _face_integrals(mesh, field, face: int) -> tuple[float, float, float]:
         a = 0.5 * np.linalg.norm(np.cross(x[k] - x[0], x[k + 1] - x[0]))
         area += a
         integral += a * (p[0] + p[k] + p[k + 1]) / 3.0
-    return area, integral, float(p.max())
+    return float(area), float(integral), float(p.max())
 
 
 def _surface_summary(ds: DrakeScene, surface) -> dict:
@@ -463,7 +466,7 @@ def _surface_summary(ds: DrakeScene, surface) -> dict:
         "body_b": b,
         "faces": faces,
         "speculative_faces": speculative,
-        "area": area_sum,
+        "area": float(area_sum),
         "force_on_b": force.tolist(),
         "max_pressure": max_pressure,
     }
@@ -492,9 +495,9 @@ def time_contact_surfaces(ds: DrakeScene, repeats: int = 50) -> dict:
     sg_context = ds.scene_graph.GetMyContextFromRoot(ds.context)
     query = ds.scene_graph.get_query_output_port().Eval(sg_context)
     if ds.fallback:
-        call = lambda: query.ComputeContactSurfacesWithFallback(ds.representation)  # noqa: E731
+        call = partial(query.ComputeContactSurfacesWithFallback, ds.representation)
     else:
-        call = lambda: query.ComputeContactSurfaces(ds.representation)  # noqa: E731
+        call = partial(query.ComputeContactSurfaces, ds.representation)
     query_s = _median_call_s(call, repeats)
     result = call()
     surfaces, point_pairs = result if ds.fallback else (result, [])

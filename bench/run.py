@@ -78,7 +78,7 @@ def drake_contact(names: list[str], quick: bool) -> list[dict]:
     except ImportError as exc:
         print(f"drake unavailable ({exc}); skipping the Drake baseline", file=sys.stderr)
         return []
-    import pydrake
+    from importlib.metadata import version
 
     rows = []
     for name in names:
@@ -92,7 +92,7 @@ def drake_contact(names: list[str], quick: bool) -> list[dict]:
                 "case": name,
                 "arch": "drake",
                 "device": f"{describe('cpu')} (1 thread)",
-                "drake_version": getattr(pydrake, "__version__", "unknown"),
+                "drake_version": version("drake"),
                 "worlds": 1,
                 "resolution": resolution,
                 "query_s": result["query_s"],
