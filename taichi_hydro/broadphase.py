@@ -104,6 +104,7 @@ def clear_hash(counts: nd(dtype=ti.i32, ndim=1), bucket_count: nd(dtype=ti.i32, 
 
 @ti.kernel
 def pair_activity(
+    world_status: nd(dtype=ti.i32, ndim=1),
     body_p: nd(dtype=vec3, ndim=2),
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
@@ -113,8 +114,8 @@ def pair_activity(
     pair_box: nd(dtype=box3, ndim=2),
 ):
     """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes
-    overlap, or the mesh box reaches below a half-space) and pair_box[w, p], the box
-    intersection of a hashed pair."""
+    overlap, or the mesh box reaches below a half-space; 0 in a diverged world) and
+    pair_box[w, p], the box intersection of a hashed pair."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
     for w, p in ti.ndrange(W, P):
@@ -123,7 +124,9 @@ def pair_activity(
         ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
         active = 0
         inter = empty_box()
-        if t == PairType.TET_TET or t == PairType.TET_TRI:
+        if world_status[w] != 0:
+            active = 0
+        elif t == PairType.TET_TET or t == PairType.TET_TRI:
             ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
             box_a = transformed_box(geom_box_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])
             box_b = transformed_box(geom_box_G[gb], quat_to_mat(body_q[w, bb]), body_p[w, bb])

@@ -62,7 +62,7 @@ class PolygonPool:
         vec8 = ti.types.vector(POLY_MAX, float)
         self.capacity = capacity
         self.poly_i = ti.ndarray(ti.types.vector(4, ti.i32), capacity)
-        self.poly_g = ti.ndarray(ti.math.vec4, capacity)
+        self.poly_g = ti.ndarray(vec8, capacity)
         self.poly_c = ti.ndarray(ti.math.vec3, capacity)
         self.poly_n = ti.ndarray(ti.math.vec3, capacity)
         self.poly_nv = ti.ndarray(ti.i32, capacity)
@@ -86,16 +86,21 @@ def _pow2_at_least(n: int) -> int:
 class Collision:
     """Owns the per-step broad/narrow phase arrays for `worlds` worlds of `model`.
 
-    use_graph: dispatch the pass as one Taichi compute graph (see plan.Plan)."""
+    use_graph: dispatch the pass as one Taichi compute graph (see plan.Plan). world_status:
+    the (worlds,) i32 array that marks diverged worlds (skipped); a zero one by default."""
 
     def __init__(self, model: DeviceModel, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
-                 use_graph: bool = True):
+                 use_graph: bool = True, world_status=None):
         self.model = model
         self.worlds = worlds
         self.max_capacity = max_capacity
         self.inv_cell = 1.0 / model.data.cell_size
         W, P, G = worlds, max(model.pair_count, 1), model.geom_count
         self.counts = ti.ndarray(ti.i32, 8)
+        if world_status is None:
+            world_status = ti.ndarray(ti.i32, W)
+            world_status.fill(0)
+        self.world_status = world_status
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(bp.box3, (W, P))
         self.geom_region = ti.ndarray(bp.box3, (W, G))
@@ -136,7 +141,7 @@ class Collision:
         plan = Plan("collide").add(bp.clear_hash, "counts", "bucket_start")
         if m.pair_count == 0:
             return plan
-        plan.add(bp.pair_activity, "body_p", "body_q", "geom_i", "geom_box_G", "pair_i", "pair_active", "pair_box")
+        plan.add(bp.pair_activity, "world_status", "body_p", "body_q", "geom_i", "geom_box_G", "pair_i", "pair_active", "pair_box")
         if m.hash_elem_count > 0:
             plan.add(bp.geometry_regions, "geom_i", "geom_pair_start", "geom_pair_list", "pair_active", "pair_box", "geom_region")
             plan.add(
@@ -163,7 +168,7 @@ class Collision:
         m = self.model
         args = {name: getattr(m, name) for name in MODEL_ARGS}
         args.update(
-            counts=self.counts, pair_active=self.pair_active, pair_box=self.pair_box, geom_region=self.geom_region,
+            counts=self.counts, world_status=self.world_status, pair_active=self.pair_active, pair_box=self.pair_box, geom_region=self.geom_region,
             act_we=self.act_we, act_box=self.act_box, ent_key=self.ent_key, ent_act=self.ent_act, ent_bucket=self.ent_bucket,
             sorted_ent=self.sorted_ent, bucket_start=self.bucket_start, bucket_cursor=self.bucket_cursor,
             scan_scratch=self.scan_scratch, cand=self.cand, inv_cell=float(self.inv_cell), hash_count=int(m.hash_elem_count),

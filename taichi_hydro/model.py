@@ -31,6 +31,9 @@ class PairType:
     NAMES = ("tet-tet", "tet-triangle", "tet-halfspace", "tet-slab", "slab-triangle")
 
 
+BODY_DYNAMIC, BODY_STATIC, BODY_KINEMATIC = 0, 1, 2
+BODY_KINDS = ("dynamic", "static", "kinematic")
+
 # geom_i columns
 G_BODY, G_KIND, G_COMPLIANT, G_POOL_START, G_ELEM_COUNT, G_HASH_START = range(6)
 # pair_i columns
@@ -50,11 +53,15 @@ class ModelData:
     hash_elem_geom (H,): geometry of each hashed element.
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
       output normal points from the lower body index to the higher), lower body, higher body.
-    pair_f (P, 4): friction mu, dissipation d [s/m] (Drake's combination rules).
+    pair_f (P, 4): friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s] (Drake's combination
+      rules: mu = 2 mu_a mu_b / (mu_a + mu_b), d weighted by the moduli, tau = tau_a + tau_b).
     pair_table (G, G): pair id of a hashed pair or -1.
     geom_pair_start (G+1,), geom_pair_list (...): hashed pairs of each geometry (CSR).
     plane_task (K, 2): (pair, element index within the mesh geometry) for every planar pair.
     cell_size [m]: spatial hash cell edge.
+    body_kind (B,): BODY_DYNAMIC, BODY_STATIC or BODY_KINEMATIC.
+    body_mass (B,) [kg] (0 unless dynamic); body_inertia_B (B, 3, 3) [kg m^2] about the centre
+      of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame.
     """
 
     scene: Scene
@@ -75,6 +82,10 @@ class ModelData:
     geom_pair_list: np.ndarray
     plane_task: np.ndarray
     cell_size: float
+    body_kind: np.ndarray
+    body_mass: np.ndarray
+    body_inertia_B: np.ndarray
+    body_com_B: np.ndarray
 
     @property
     def body_count(self) -> int:
@@ -162,7 +173,7 @@ def build_model(scene: Scene) -> ModelData:
     for a in range(G):
         for b in range(a + 1, G):
             ba, bb = scene.bodies[a], scene.bodies[b]
-            if ba.type == "static" and bb.type == "static":
+            if ba.type == "static" and bb.type == "static" or scene.filtered(ba.name, bb.name):
                 continue
             kind = _pair_type(geoms[a], geoms[b])
             if kind is None:
@@ -170,7 +181,12 @@ def build_model(scene: Scene) -> ModelData:
             ptype, swapped = kind
             ra, rb = (b, a) if swapped else (a, b)
             pairs.append([ra, rb, ptype, int(swapped), a, b, 0, 0])
-            pair_f.append([_combine_friction(ba.contact.friction, bb.contact.friction), _combine_dissipation(geoms[a], ba, geoms[b], bb), 0.0, 0.0])
+            pair_f.append([
+                _combine_friction(ba.contact.friction, bb.contact.friction),
+                _combine_dissipation(geoms[a], ba, geoms[b], bb),
+                ba.contact.relaxation_time + bb.contact.relaxation_time,
+                0.0,
+            ])
     pair_i = np.array(pairs, dtype=np.int32).reshape(-1, 8)
     pair_f = np.array(pair_f, dtype=np.float64).reshape(-1, 4)
 
@@ -201,6 +217,20 @@ def build_model(scene: Scene) -> ModelData:
             tasks.append(np.column_stack([np.full(n, p), np.arange(n)]))
     plane_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 2), dtype=np.int32)
 
+    B = len(scene.bodies)
+    body_kind = np.array([BODY_KINDS.index(b.type) for b in scene.bodies], dtype=np.int32)
+    body_mass = np.zeros(B)
+    body_inertia = np.zeros((B, 3, 3))
+    body_com = np.zeros((B, 3))
+    for i, (body, geo) in enumerate(zip(scene.bodies, geoms)):
+        if geo.mass is not None:
+            body_com[i] = geo.mass.com_G
+        if body.type != "dynamic":
+            continue
+        mass = body.mass if body.mass is not None else body.density * geo.mass.volume
+        body_mass[i] = mass
+        body_inertia[i] = geo.mass.inertia(mass)
+
     sizes = geom_f[sorted(hashed_geoms), 3] if hashed_geoms else np.array([1.0])
     cell_size = 2.0 * float(np.median(sizes))
 
@@ -226,6 +256,10 @@ def build_model(scene: Scene) -> ModelData:
         geom_pair_list=geom_pair_list,
         plane_task=plane_task,
         cell_size=cell_size,
+        body_kind=body_kind,
+        body_mass=body_mass,
+        body_inertia_B=body_inertia,
+        body_com_B=body_com,
     )
 
 
@@ -290,6 +324,19 @@ class DeviceModel:
         self.geom_pair_start = _upload(ti.i32, data.geom_pair_start)
         self.geom_pair_list = _upload(ti.i32, data.geom_pair_list)
         self.plane_task = _upload(ti.types.vector(2, ti.i32), data.plane_task)
+        B = len(data.body_kind)
+        self.body_kind = _upload(ti.i32, data.body_kind)
+        self.body_com_B = _upload(vec3, data.body_com_B)
+        inv_mass = np.where(data.body_mass > 0, 1.0 / np.where(data.body_mass > 0, data.body_mass, 1.0), 0.0)
+        inv_inertia = np.zeros_like(data.body_inertia_B)
+        dynamic = data.body_mass > 0
+        inv_inertia[dynamic] = np.linalg.inv(data.body_inertia_B[dynamic])
+        # Per-world parameters have a leading dimension of 1 (shared) or the world count.
+        self.body_inv_mass = ti.ndarray(float, (1, B))
+        self.body_inv_mass.from_numpy(inv_mass[None].astype(_float_np()))
+        self.body_inv_inertia_B = ti.ndarray(ti.math.mat3, (1, B))
+        self.body_inv_inertia_B.from_numpy(inv_inertia[None].astype(_float_np()))
+        self.body_count = B
         self.hash_elem_count = len(data.hash_elem_geom)
         self.plane_task_count = len(data.plane_task)
         self.geom_count = G
@@ -297,15 +344,18 @@ class DeviceModel:
 
 
 def check_supported(data: ModelData) -> None:
-    """Raise SceneError for body pairs no hydroelastic surface can describe (rigid-rigid)."""
+    """Raise SceneError for a body pair that can touch but that no hydroelastic surface can
+    describe: two rigid geometries of which one is dynamic (unless a collision filter lists
+    them). Pairs of two immobile bodies have no dynamics and are skipped."""
     scene = data.scene
     for a in range(len(scene.bodies)):
         for b in range(a + 1, len(scene.bodies)):
             ba, bb = scene.bodies[a], scene.bodies[b]
-            if ba.type == "static" and bb.type == "static":
+            if "dynamic" not in (ba.type, bb.type) or scene.filtered(ba.name, bb.name):
                 continue
             if not data.geometries[a].compliant and not data.geometries[b].compliant:
                 raise SceneError(
                     f"{scene.source}: bodies '{ba.name}' and '{bb.name}' are both rigid: hydroelastic contact needs "
-                    "one of them compliant (set contact.hydro = \"compliant\" and a modulus on one)"
+                    "one of them compliant (set contact.hydro = \"compliant\" and a modulus on one), or list both in a "
+                    "[[collision_filter]]"
                 )

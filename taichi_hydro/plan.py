@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 
 import taichi as ti
 
-__all__ = ["Plan"]
+__all__ = ["Plan", "ndarray_dtype"]
+
+
+def ndarray_dtype(value):
+    """The element type an ndarray was created with (scalar, vector or matrix type)."""
+    if isinstance(value, ti.lang.matrix.VectorNdarray):
+        return ti.types.vector(value.n, value.dtype)
+    if isinstance(value, ti.lang.matrix.MatrixNdarray):
+        return ti.types.matrix(value.n, value.m, value.dtype)
+    return value.dtype
 
 
 def _graph_arg(name: str, value):
@@ -22,13 +31,7 @@ def _graph_arg(name: str, value):
         return ti.graph.Arg(kind.SCALAR, name, dtype=ti.i32)
     if isinstance(value, float):
         return ti.graph.Arg(kind.SCALAR, name, dtype=ti.lang.impl.get_runtime().default_fp)
-    if isinstance(value, ti.lang.matrix.VectorNdarray):
-        dtype = ti.types.vector(value.n, value.dtype)
-    elif isinstance(value, ti.lang.matrix.MatrixNdarray):
-        dtype = ti.types.matrix(value.n, value.m, value.dtype)
-    else:
-        dtype = value.dtype
-    return ti.graph.Arg(kind.NDARRAY, name, dtype=dtype, ndim=len(value.shape))
+    return ti.graph.Arg(kind.NDARRAY, name, dtype=ndarray_dtype(value), ndim=len(value.shape))
 
 
 @dataclass

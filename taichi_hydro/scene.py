@@ -56,7 +56,8 @@ class Contact:
     hydro: "compliant" or "rigid". modulus: hydroelastic modulus E [Pa] (compliant only).
     resolution: target edge length of curved meshes [m]. slab_thickness: depth H over which a
     compliant half-space reaches E [m]. margin: hydroelastic margin delta [m] (compliant only).
-    dissipation: Hunt-Crossley d [s/m]. friction: Coulomb coefficient mu [-]."""
+    dissipation: Hunt-Crossley d [s/m]. relaxation_time: Kelvin-Voigt time scale tau [s] (Drake's
+    "relaxation_time"; a pair adds its two values). friction: Coulomb coefficient mu [-]."""
 
     hydro: str = "rigid"
     modulus: float | None = None
@@ -64,6 +65,7 @@ class Contact:
     slab_thickness: float | None = None
     margin: float = 0.0
     dissipation: float = 0.0
+    relaxation_time: float = 0.0
     friction: float = 0.5
 
     @property
@@ -91,12 +93,30 @@ class Body:
 
 @dataclass(frozen=True)
 class SolverSettings:
-    """iterations: cap on projected-Jacobi iterations. tolerance: the solve stops when, in every
-    world, the largest change of a contact velocity over one iteration is below tolerance times
-    the largest free-motion contact speed (plus 1e-6 m/s), i.e. a relative velocity tolerance."""
+    """Projected-Jacobi cone-complementarity solver (DESIGN §3; defaults in brackets).
+
+    iterations [100]: cap on Jacobi iterations per step.
+    tolerance [1e-6 m/s]: a world's solve stops when no contact velocity changes by more than
+      this over one iteration (the change of impulse times the contact's effective inverse mass).
+    relaxation [0.9]: Jacobi step omega in (0, 1].
+    mode ["coulomb"]: "coulomb" adds the De Saxce term mu |v_t| to the normal residual, so
+      sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating
+      velocity mu |v_t| while sliding), kept for comparison.
+    beta [1.0]: near-rigid floor: a contact is never stiffer than a spring whose period is
+      2 pi dt / beta (Drake SAP's rule); applied to a whole patch at once (see contacts.py).
+    sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
+    warm_start [true]: start from the impulses of the same polygons at the previous step.
+    schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
+      CPU default), "contact" (one thread per contact per iteration: the GPU default)."""
 
     iterations: int = 100
     tolerance: float = 1e-6
+    relaxation: float = 0.9
+    mode: str = "coulomb"
+    beta: float = 1.0
+    sigma: float = 1e-3
+    warm_start: bool = True
+    schedule: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -108,6 +128,11 @@ class Scene:
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     solver: SolverSettings = field(default_factory=SolverSettings)
     source: str = "<scene>"
+    collision_filters: tuple[frozenset, ...] = ()
+
+    def filtered(self, a: str, b: str) -> bool:
+        """True when a [[collision_filter]] lists both bodies."""
+        return any(a in f and b in f for f in self.collision_filters)
 
     def body_index(self, name: str) -> int:
         for i, b in enumerate(self.bodies):
@@ -177,6 +202,14 @@ class _Table:
         if positive and any(x <= 0 for x in out):
             raise self.error(key, f"every entry must be > 0, got {list(out)}")
         return out
+
+    def boolean(self, key: str, default: bool) -> bool:
+        if key not in self.data:
+            return default
+        v = self.raw(key)
+        if not isinstance(v, bool):
+            raise self.error(key, f"must be true or false, got {v!r}")
+        return v
 
     def string(self, key: str, default: str | None = None, *, required: bool = False, choices: tuple[str, ...] | None = None) -> str | None:
         if key not in self.data:
@@ -256,6 +289,7 @@ def _parse_contact(t: _Table, shape: Shape) -> Contact:
         slab_thickness=slab,
         margin=margin,
         dissipation=t.number("dissipation", 0.0, nonneg=True),
+        relaxation_time=t.number("relaxation_time", 0.0, nonneg=True),
         friction=t.number("friction", 0.5, nonneg=True),
     )
     t.finish()
@@ -314,19 +348,44 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     gravity = sim.vector("gravity", 3, (0.0, 0.0, -9.81))
     sim.finish()
     st = _Table(top.raw("solver", {}), "[solver]", source)
-    solver = SolverSettings(iterations=st.integer("iterations", 100), tolerance=st.number("tolerance", 1e-6, positive=True))
+    solver = SolverSettings(
+        iterations=st.integer("iterations", 100),
+        tolerance=st.number("tolerance", 1e-6, positive=True),
+        relaxation=st.number("relaxation", 0.9, positive=True),
+        mode=st.string("mode", "coulomb", choices=("coulomb", "convex")),
+        beta=st.number("beta", 1.0, positive=True),
+        sigma=st.number("sigma", 1e-3, nonneg=True),
+        warm_start=st.boolean("warm_start", True),
+        schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
+    )
+    if solver.relaxation > 1.0:
+        raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
     st.finish()
     raw_bodies = top.raw("body", [])
     if not isinstance(raw_bodies, list) or not raw_bodies:
         raise SceneError(f"{source}: the scene needs at least one [[body]]")
     base = Path(base_dir) if base_dir is not None else None
     bodies = tuple(_parse_body(b, i, source, base) for i, b in enumerate(raw_bodies))
-    top.finish()
     names = [b.name for b in bodies]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SceneError(f"{source}: body name '{dup[0]}' is used more than once; names must be unique")
-    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source)
+    filters = []
+    raw_filters = top.raw("collision_filter", [])
+    if not isinstance(raw_filters, list):
+        raise SceneError(f"{source}: [[collision_filter]] must be an array of tables")
+    for i, f in enumerate(raw_filters):
+        ft = _Table(f, f"collision_filter #{i}", source)
+        listed = ft.raw("bodies")
+        if not isinstance(listed, list) or len(listed) < 2 or not all(isinstance(x, str) for x in listed):
+            raise ft.error("bodies", f"must list at least two body names, got {listed!r}")
+        for name in listed:
+            if name not in names:
+                raise ft.error("bodies", f"no body named {name!r}")
+        ft.finish()
+        filters.append(frozenset(listed))
+    top.finish()
+    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters))
 
 
 def load_scene(path: str | Path) -> Scene:

@@ -5,11 +5,17 @@ from __future__ import annotations
 import numpy as np
 import taichi as ti
 
-from .backend import current_precision, require_init
+from . import contacts as ct
+from . import integrator as ig
+from . import solver as sv
+from .backend import current_arch, current_precision, require_init
 from .collision import Capacities, Collision
 from .errors import SceneError
-from .model import DeviceModel, build_model
+from .model import DeviceModel, build_model, check_supported
+from .plan import Plan, ndarray_dtype
+from .scan import block_count, block_sum_size, scan_add, scan_blocks, scan_sums
 from .scene import Scene
+from .stats import track_counts
 from .surfaces import ContactSurface, group_surfaces
 
 __all__ = ["Simulator"]
@@ -24,7 +30,11 @@ class Simulator:
 
     capacities / max_capacity: initial pool sizes and the size no pool may grow past
     (collision.Capacities). graph: run each stage as one Taichi compute graph (faster launches;
-    False runs kernels one by one, same results)."""
+    False runs kernels one by one, same results). chunk: steps between two checks of the pool
+    counters; an overflow anywhere in a chunk restores the chunk's start state, grows the pools
+    and reruns it, so no contact is ever dropped."""
+
+    CHUNK = 16
 
     def __init__(self, scene: Scene, worlds: int = 1, *, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
                  graph: bool = True):
@@ -34,14 +44,58 @@ class Simulator:
         self.scene = scene
         self.worlds = int(worlds)
         self.data = build_model(scene)
+        check_supported(self.data)
         self.model = DeviceModel(self.data)
         B = len(scene.bodies)
         self.body_p_WB = ti.ndarray(ti.math.vec3, (self.worlds, B))
         self.body_q_WB = ti.ndarray(ti.math.vec4, (self.worlds, B))
         self.body_v_WB = ti.ndarray(ti.math.vec3, (self.worlds, B))
         self.body_w_WB = ti.ndarray(ti.math.vec3, (self.worlds, B))
-        self.collision = Collision(self.model, self.worlds, capacities, max_capacity, use_graph=graph)
+        self.world_status_array = ti.ndarray(ti.i32, self.worlds)
+        self.collision = Collision(self.model, self.worlds, capacities, max_capacity, use_graph=graph,
+                                   world_status=self.world_status_array)
+        self.graph = graph
+        self.settings = scene.solver
+        self.schedule = self.settings.schedule
+        if self.schedule == "auto":
+            self.schedule = "contact" if current_arch() == "cuda" else "world"
+        self.dt = scene.dt
+        self._allocate_dynamics()
         self.reset()
+
+    def _allocate_dynamics(self) -> None:
+        """Arrays of the dynamics stages (per world, per body, per pair)."""
+        W, B, P = self.worlds, len(self.scene.bodies), max(self.model.pair_count, 1)
+        vec3, vec4, mat3 = ti.math.vec3, ti.math.vec4, ti.math.mat3
+        self.body_vc = ti.ndarray(vec3, (W, B))
+        self.body_wc = ti.ndarray(vec3, (W, B))
+        self.body_dv = ti.ndarray(vec3, (W, B))
+        self.body_dw = ti.ndarray(vec3, (W, B))
+        self.body_inv_inertia_W = ti.ndarray(mat3, (W, B))
+        self.body_force = ti.ndarray(vec3, (W, B))
+        self.body_torque = ti.ndarray(vec3, (W, B))
+        self.gravity = ti.ndarray(vec3, 1)
+        self.gravity.from_numpy(np.array([self.scene.gravity], dtype=self._float()))
+        self.world_stats = ti.ndarray(vec4, W)
+        self.world_residual = ti.ndarray(float, W)
+        self.world_start = ti.ndarray(ti.i32, W + 1)
+        self.world_cursor = ti.ndarray(ti.i32, W + 1)
+        self.world_scratch = ti.ndarray(ti.i32, block_sum_size(W))
+        self.body_contacts = ti.ndarray(ti.i32, (W, B))
+        self.pair_scale = ti.ndarray(float, (W, P))
+        self.pair_weight = ti.ndarray(float, (W, P))
+        self.pair_impulse = ti.ndarray(vec3, (W, P))
+        self.max_counts = ti.ndarray(ti.i32, 8)
+        self.stat_sums = ti.ndarray(float, 8)
+        self._snapshot = {k: ti.ndarray(ndarray_dtype(v), v.shape) for k, v in self._state_arrays().items()}
+        self._rows_capacity = -1
+        self._step_plan = None
+        self.time = 0.0
+        self.step_count = 0
+
+    def _state_arrays(self) -> dict:
+        return {"body_p": self.body_p_WB, "body_q": self.body_q_WB, "body_v": self.body_v_WB, "body_w": self.body_w_WB,
+                "pair_impulse": self.pair_impulse, "world_status": self.world_status_array}
 
     @property
     def body_names(self) -> list[str]:
@@ -51,8 +105,13 @@ class Simulator:
         return np.float64 if current_precision() == "f64" else np.float32
 
     def reset(self) -> None:
-        """Every world back to the scene's initial state."""
+        """Every world back to the scene's initial state (time 0, no diverged world, no warm
+        start, controls zero)."""
         b = self.scene.bodies
+        for arr in (self.pair_impulse, self.world_status_array, self.body_force, self.body_torque, self.stat_sums):
+            arr.fill(0)
+        self.time = 0.0
+        self.step_count = 0
         tile = lambda rows: np.broadcast_to(np.array(rows, dtype=np.float64), (self.worlds, *np.shape(rows)))  # noqa: E731
         self.set_state(
             position=tile([x.p_WB for x in b]),
@@ -107,3 +166,133 @@ class Simulator:
         counts = self.collide()
         pool = self.collision.pool.to_numpy(int(counts[3]))
         return group_surfaces(pool, world, self.data)
+
+    # ----------------------------------------------------------------------------- stepping
+
+    def _allocate_rows(self) -> None:
+        """Contact rows sized like the polygon pool (a polygon makes at most one contact)."""
+        C = self.collision.pool.capacity
+        vec3, vec4, mat3 = ti.math.vec3, ti.math.vec4, ti.math.mat3
+        self.poly_slot = ti.ndarray(ti.i32, C)
+        self.c_ids = ti.ndarray(ti.types.vector(4, ti.i32), C)
+        self.c_frame = ti.ndarray(mat3, C)
+        self.c_ra = ti.ndarray(vec3, C)
+        self.c_rb = ti.ndarray(vec3, C)
+        self.c_model = ti.ndarray(vec4, C)
+        self.c_reg = ti.ndarray(ti.types.vector(8, float), C)
+        self.c_gamma = ti.ndarray(vec3, C)
+        self.c_delta = ti.ndarray(vec3, C)
+        self._rows_capacity = C
+
+    def _step_args(self) -> dict:
+        if self._rows_capacity != self.collision.pool.capacity:
+            self._allocate_rows()
+        m, st = self.model, self.settings
+        args = dict(self.collision.args)
+        args.update(
+            body_p=self.body_p_WB, body_q=self.body_q_WB, body_v=self.body_v_WB, body_w=self.body_w_WB,
+            body_kind=m.body_kind, body_com_B=m.body_com_B, body_inv_mass=m.body_inv_mass, body_inv_inertia_B=m.body_inv_inertia_B,
+            pair_f=m.pair_f, gravity=self.gravity, body_force=self.body_force, body_torque=self.body_torque,
+            body_vc=self.body_vc, body_wc=self.body_wc, body_dv=self.body_dv, body_dw=self.body_dw,
+            body_inv_inertia_W=self.body_inv_inertia_W, world_status=self.world_status_array, world_stats=self.world_stats,
+            world_residual=self.world_residual, world_start=self.world_start, world_cursor=self.world_cursor,
+            world_scratch=self.world_scratch, world_count=int(self.worlds), world_blocks=int(block_count(self.worlds)),
+            body_contacts=self.body_contacts, pair_scale=self.pair_scale, pair_weight=self.pair_weight,
+            pair_impulse=self.pair_impulse, max_counts=self.max_counts, stat_sums=self.stat_sums,
+            poly_slot=self.poly_slot, c_ids=self.c_ids, c_frame=self.c_frame, c_ra=self.c_ra, c_rb=self.c_rb,
+            c_model=self.c_model, c_reg=self.c_reg, c_gamma=self.c_gamma, c_delta=self.c_delta,
+            dt=float(self.dt), beta=float(st.beta), sigma=float(st.sigma), warm_start=int(st.warm_start),
+            iterations=int(st.iterations), tolerance=float(st.tolerance), omega=float(st.relaxation),
+            coulomb=int(st.mode == "coulomb"),
+        )
+        return args
+
+    def _build_step_plan(self) -> Plan:
+        """One time step (DESIGN §3): collide -> assemble -> solve -> integrate."""
+        plan = Plan("step")
+        plan.launches.extend(self.collision.plan.launches)
+        plan.add(track_counts, "counts", "max_counts", "world_start", "world_stats", "stat_sums")
+        plan.add(ig.free_velocity, "world_status", "body_kind", "body_p", "body_q", "body_v", "body_w", "body_com_B", "body_inv_mass",
+                 "body_inv_inertia_B", "gravity", "body_force", "body_torque", "dt", "body_vc", "body_wc", "body_inv_inertia_W")
+        plan.add(ct.count_contacts, "counts", "poly_i", "poly_g", "pair_i", "body_kind", "world_status", "world_start", "body_contacts",
+                 "pair_scale", "pair_weight", "poly_slot")
+        plan.add(scan_blocks, "world_start", "world_scratch", "world_count")
+        plan.add(scan_sums, "world_scratch", "world_blocks")
+        plan.add(scan_add, "world_start", "world_cursor", "world_scratch", "world_count")
+        plan.add(ct.assemble_contacts, "counts", "poly_i", "poly_g", "poly_c", "poly_n", "poly_slot", "world_start", "pair_i", "pair_f",
+                 "body_p", "body_q", "body_com_B", "body_inv_mass", "body_inv_inertia_W", "dt", "beta", "pair_scale", "pair_weight",
+                 "c_ids", "c_frame", "c_ra", "c_rb", "c_model")
+        plan.add(ct.finalize_contacts, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_model", "pair_f", "pair_scale", "pair_weight",
+                 "pair_impulse", "body_contacts", "body_inv_mass", "body_inv_inertia_W", "dt", "sigma", "warm_start", "c_reg", "c_gamma")
+        if self.schedule == "world":
+            plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
+                     "pair_f", "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
+                     "world_stats")
+        else:
+            plan.add(sv.apply_impulses, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_gamma", "body_vc", "body_wc", "body_inv_mass",
+                     "body_inv_inertia_W")
+            plan.add(sv.start_contact_schedule, "world_start", "world_stats", "world_residual")
+            for _ in range(self.settings.iterations):
+                plan.add(sv.jacobi_contacts, "world_start", "world_status", "world_stats", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg",
+                         "c_gamma", "pair_f", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
+                         "world_residual", "omega", "coulomb")
+                plan.add(sv.jacobi_bodies, "world_start", "world_status", "body_vc", "body_wc", "body_dv", "body_dw", "world_residual",
+                         "world_stats", "tolerance")
+        plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
+        plan.add(ig.integrate, "world_status", "body_kind", "body_com_B", "body_vc", "body_wc", "dt", "body_p", "body_q", "body_v", "body_w")
+        plan.add(sv.accumulate_pair_impulses, "world_start", "c_ids", "c_frame", "c_gamma", "pair_impulse")
+        return plan
+
+    def step(self, steps: int = 1) -> None:
+        """Advance every world by `steps` time steps of scene.dt. Pools that overflow grow and
+        the affected chunk of steps is recomputed from its start (never a dropped contact)."""
+        if steps < 0:
+            raise SceneError(f"steps must be >= 0, got {steps}")
+        if self._step_plan is None:
+            self._step_plan = self._build_step_plan()
+        done = 0
+        while done < steps:
+            chunk = min(self.CHUNK, steps - done)
+            for name, arr in self._state_arrays().items():
+                self._snapshot[name].copy_from(arr)
+            sums_before = self.stat_sums.to_numpy()
+            while True:
+                args = self._step_args()
+                self.max_counts.fill(0)
+                for _ in range(chunk):
+                    self._step_plan.run(args, graph=self.graph)
+                grown = self.collision.overflow(self.max_counts.to_numpy())
+                if grown is None:
+                    break
+                self.collision._allocate(grown)
+                for name, arr in self._state_arrays().items():
+                    arr.copy_from(self._snapshot[name])
+                self.stat_sums.from_numpy(sums_before)
+            done += chunk
+            self.step_count += chunk
+            self.time += chunk * self.dt
+
+    def set_control(self, force=None, torque=None) -> None:
+        """External force [N] and torque [N m] on each body, at its centre of mass, world frame,
+        shape (worlds, bodies, 3); they act on dynamic bodies at every step until changed."""
+        for name, value, arr in (("force", force, self.body_force), ("torque", torque, self.body_torque)):
+            if value is None:
+                continue
+            v = np.asarray(value, dtype=np.float64)
+            if v.shape != (self.worlds, len(self.scene.bodies), 3) or not np.all(np.isfinite(v)):
+                raise SceneError(f"{name} must be a finite array of shape {(self.worlds, len(self.scene.bodies), 3)}")
+            arr.from_numpy(v.astype(self._float()))
+
+    def world_status(self) -> np.ndarray:
+        """Per world: 0 running, 1 diverged (non-finite or absurd velocities; frozen)."""
+        return self.world_status_array.to_numpy()
+
+    def solver_stats(self) -> dict[str, np.ndarray]:
+        """Last step, per world: solver iterations, final residual [m/s], contact count."""
+        s = self.world_stats.to_numpy()
+        return {"iterations": s[:, 0].astype(int), "residual": s[:, 1], "contacts": s[:, 2].astype(int)}
+
+    def step_totals(self) -> dict[str, float]:
+        """Sums since reset: steps, polygons (all worlds), contacts, solver iterations."""
+        s = self.stat_sums.to_numpy()
+        return {"steps": float(s[0]), "polygons": float(s[1]), "contacts": float(s[2]), "iterations": float(s[3])}

@@ -8,7 +8,8 @@ normal pointing from the body with the lower scene index to the higher one (flip
 role a belongs to the higher body, with gA and gB swapped accordingly).
 
 Pool columns: poly_i = (world, pair, element of a, element of b); poly_g = (area [m^2],
-pressure at the centroid p0 [Pa], gA [Pa/m], gB [Pa/m]) with g = inf on a rigid side;
+pressure at the centroid p0 [Pa], gA [Pa/m], gB [Pa/m], |grad pA| [Pa/m], |grad pB| [Pa/m], 0, 0)
+with g = |grad p| = inf on a rigid side;
 poly_c centroid in W [m]; poly_n unit normal in W; poly_nv vertex count; poly_v vertices in W
 [m]; poly_vp pressure at each vertex [Pa]."""
 
@@ -52,6 +53,7 @@ def emit(
     p_a: float,
     g_a: float,
     g_b: float,
+    grad_norm_b: float,
     flip: ti.i32,
     merge_tol2: float,
     counts: ti.template(),
@@ -74,9 +76,9 @@ def emit(
         if area > 0.0:
             k = ti.atomic_add(counts[C_POLYGONS], 1)
             if k < poly_i.shape[0]:
-                nrm, ga, gb = n, g_a, g_b
+                nrm, ga, gb, na, nb = n, g_a, g_b, grad_a.norm(), grad_norm_b
                 if flip == 1:
-                    nrm, ga, gb = -n, g_b, g_a
+                    nrm, ga, gb, na, nb = -n, g_b, g_a, grad_norm_b, grad_a.norm()
                 verts = Poly(0.0)
                 vp = vec8(0.0)
                 for i in range(count):
@@ -88,7 +90,7 @@ def emit(
                     set_row(verts, j, x + origin_W)
                     vp[j] = p_a + grad_a.dot(x)
                 poly_i[k] = ivec4(w, pair, ea, eb)
-                poly_g[k] = vec4(area, p_a + grad_a.dot(centroid), ga, gb)
+                poly_g[k] = vec8(area, p_a + grad_a.dot(centroid), ga, gb, na, nb, 0.0, 0.0)
                 poly_c[k] = centroid + origin_W
                 poly_n[k] = nrm
                 poly_nv[k] = count
@@ -113,7 +115,7 @@ def tet_tet(
     poly, count, n = clip.tet_tet_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
     if count >= 3:
         size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
-        emit(w, pair, ea, eb, poly, count, n, origin, grad_a, p_a, -grad_a.dot(n), grad_b.dot(n), flip,
+        emit(w, pair, ea, eb, poly, count, n, origin, grad_a, p_a, -grad_a.dot(n), grad_b.dot(n), grad_b.norm(), flip,
              (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
 
 
@@ -137,7 +139,7 @@ def tet_tri(
         if count >= 3:
             size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
             n = -n_tri
-            emit(w, pair, ea, eb, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), INF, flip,
+            emit(w, pair, ea, eb, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), INF, INF, flip,
                  (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
 
 
@@ -156,7 +158,7 @@ def clip_candidates(
     tri_n_G: nd(dtype=vec3, ndim=1),
     merge_rel: float,
     poly_i: nd(dtype=ivec4, ndim=1),
-    poly_g: nd(dtype=vec4, ndim=1),
+    poly_g: nd(dtype=vec8, ndim=1),
     poly_c: nd(dtype=vec3, ndim=1),
     poly_n: nd(dtype=vec3, ndim=1),
     poly_nv: nd(dtype=ti.i32, ndim=1),
@@ -202,7 +204,7 @@ def clip_planar(
     tri_n_G: nd(dtype=vec3, ndim=1),
     merge_rel: float,
     poly_i: nd(dtype=ivec4, ndim=1),
-    poly_g: nd(dtype=vec4, ndim=1),
+    poly_g: nd(dtype=vec8, ndim=1),
     poly_c: nd(dtype=vec3, ndim=1),
     poly_n: nd(dtype=vec3, ndim=1),
     poly_nv: nd(dtype=ti.i32, ndim=1),
@@ -243,7 +245,7 @@ def clip_planar(
                 poly, count = clip.clip_by_halfspace(poly, 3, n_plane, d_plane)
                 if count >= 3:
                     n = -n_tri
-                    emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, flip,
+                    emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, INF, flip,
                          (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
             else:
                 X = tet_X_G[idx]
@@ -257,11 +259,11 @@ def clip_planar(
                     poly, count = clip.slice_tet(a0, a1, a2, a3, n_plane, d_plane)
                     if count >= 3:
                         # Out of the tet (a) into the half-space (b): against the plane normal.
-                        emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, flip,
+                        emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, INF, flip,
                              (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
                 else:
                     slab = geom_f[half][1]
                     poly, count, n = clip.tet_slab_polygon(a0, a1, a2, a3, grad_a, Pa[0], n_plane, d_plane, slab)
                     if count >= 3:
-                        emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), flip,
+                        emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), slab, flip,
                              (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
