@@ -17,14 +17,16 @@ up at its centre). We apply the same bound to a whole patch (body pair) at once:
 the patch is scaled by s = min_i(k_max,i / k_i, 1), which keeps R_n,i proportional to 1/k_i
 (the hydroelastic distribution) and satisfies every contact's floor.
 
-Warm start: the previous step's total impulse of each body pair, shared among its new
-contacts in proportion to A p0 (the static pressure force)."""
+Warm start: a polygon that existed at the previous step (same pair and elements, see
+warmstart.py) starts from its previous impulse; a new one from the previous total impulse of
+its body pair, shared in proportion to A p0 (the static pressure force)."""
 
 import taichi as ti
 
 from .broadphase import C_POLYGONS, ivec4, ivec8
 from .math3d import orthonormal_frame, quat_to_mat
 from .model import BODY_DYNAMIC, P_BODY_HI, P_BODY_LO
+from .warmstart import lookup
 
 nd = ti.types.ndarray
 vec3 = ti.math.vec3
@@ -129,13 +131,15 @@ def assemble_contacts(
     pair_scale: nd(dtype=float, ndim=2),
     pair_weight: nd(dtype=float, ndim=2),
     c_ids: nd(dtype=ivec4, ndim=1),
+    c_key: nd(dtype=ivec4, ndim=1),
     c_frame: nd(dtype=mat3, ndim=1),
     c_ra: nd(dtype=vec3, ndim=1),
     c_rb: nd(dtype=vec3, ndim=1),
     c_model: nd(dtype=vec4, ndim=1),
 ):
     """Point-contact model of each kept polygon, written at its world's rows.
-    Writes c_ids (world, body a, body b, pair), c_frame (rows t1, t2, n; n from a into b),
+    Writes c_ids (world, body a, body b, pair), c_key (the polygon's identity: world, pair,
+    element of a, element of b), c_frame (rows t1, t2, n; n from a into b),
     c_ra/c_rb (centroid minus each body's centre of mass, W), c_model (k [N/m], phi0 [m],
     tau [s], A p0 [N]); reduces per pair the near-rigid scale and the warm-start weight."""
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
@@ -166,6 +170,7 @@ def assemble_contacts(
             force0 = g8[0] * g8[1]
             ti.atomic_add(pair_weight[w, pair], ti.max(force0, 0.0))
             c_ids[c] = ivec4(w, a, b, pair)
+            c_key[c] = poly_i[k]
             c_frame[c] = frame
             c_ra[c] = ra
             c_rb[c] = rb
@@ -194,6 +199,7 @@ def project_cone(gamma: vec3, mu: float) -> vec3:
 def finalize_contacts(
     world_start: nd(dtype=ti.i32, ndim=1),
     c_ids: nd(dtype=ivec4, ndim=1),
+    c_key: nd(dtype=ivec4, ndim=1),
     c_frame: nd(dtype=mat3, ndim=1),
     c_ra: nd(dtype=vec3, ndim=1),
     c_rb: nd(dtype=vec3, ndim=1),
@@ -208,6 +214,10 @@ def finalize_contacts(
     dt: float,
     sigma: float,
     warm_start: ti.i32,
+    split: ti.i32,
+    table_key: nd(dtype=ivec4, ndim=1),
+    table_val: nd(dtype=vec3, ndim=1),
+    table_occ: nd(dtype=ti.i32, ndim=1),
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
 ):
@@ -230,15 +240,19 @@ def finalize_contacts(
         Rn = 1.0 / (dt * stiffness * (dt + tau))
         Rt = sigma * w_diag
         v_hat = -model[1] / (dt + tau)
-        na = ti.max(body_contacts[w, a], 1)
-        nb = ti.max(body_contacts[w, b], 1)
+        na, nb = 1, 1
+        if split == 1:
+            na = ti.max(body_contacts[w, a], 1)
+            nb = ti.max(body_contacts[w, b], 1)
         Ws = body_delassus(na * body_inv_mass[wm, a], na * body_inv_inertia_W[w, a], c_ra[c], frame)
         Ws += body_delassus(nb * body_inv_mass[wm, b], nb * body_inv_inertia_W[w, b], c_rb[c], frame)
         s_t = ti.sqrt(0.5 * (Ws[0, 0] + Ws[1, 1]) + Rt)
         s_n = ti.sqrt(Ws[2, 2] + Rn)
         c_reg[c] = vec8(Rt, Rn, v_hat, s_t, s_n, 0.0, 0.0, 0.0)
         gamma = vec3(0.0)
-        if warm_start == 1 and pair_weight[w, pair] > 0.0:
-            share = ti.max(model[3], 0.0) / pair_weight[w, pair]
-            gamma = project_cone(frame @ (share * pair_impulse[w, pair]), pair_f[pair][0])
+        if warm_start == 1:
+            found, impulse = lookup(c_key[c], table_key, table_val, table_occ)
+            if found == 0 and pair_weight[w, pair] > 0.0:
+                impulse = (ti.max(model[3], 0.0) / pair_weight[w, pair]) * pair_impulse[w, pair]
+            gamma = project_cone(frame @ impulse, pair_f[pair][0])
         c_gamma[c] = gamma

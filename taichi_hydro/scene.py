@@ -107,7 +107,12 @@ class SolverSettings:
     sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
     warm_start [true]: start from the impulses of the same polygons at the previous step.
     schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
-      CPU default), "contact" (one thread per contact per iteration: the GPU default)."""
+      CPU default), "contact" (one thread per contact per iteration: the GPU default).
+    method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
+      splitting) or "gauss_seidel" (each update applied at once: only with the "world"
+      schedule). "auto": Gauss-Seidel for the world schedule, Jacobi for the contact schedule.
+      Both have the same fixed point; on a box resting on an incline Gauss-Seidel reaches
+      1e-6 m/s in about 5x fewer sweeps (see tests/test_solver.py)."""
 
     iterations: int = 100
     tolerance: float = 1e-6
@@ -117,6 +122,7 @@ class SolverSettings:
     sigma: float = 1e-3
     warm_start: bool = True
     schedule: str = "auto"
+    method: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -357,7 +363,10 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         sigma=st.number("sigma", 1e-3, nonneg=True),
         warm_start=st.boolean("warm_start", True),
         schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
+        method=st.string("method", "auto", choices=("auto", "jacobi", "gauss_seidel")),
     )
+    if solver.method == "gauss_seidel" and solver.schedule == "contact":
+        raise st.error("method", "gauss_seidel needs schedule = \"world\" (contact updates run in parallel)")
     if solver.relaxation > 1.0:
         raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
     st.finish()

@@ -8,6 +8,7 @@ import taichi as ti
 from . import contacts as ct
 from . import integrator as ig
 from . import solver as sv
+from . import warmstart as ws
 from .backend import current_arch, current_precision, require_init
 from .collision import Capacities, Collision
 from .errors import SceneError
@@ -59,6 +60,11 @@ class Simulator:
         self.schedule = self.settings.schedule
         if self.schedule == "auto":
             self.schedule = "contact" if current_arch() == "cuda" else "world"
+        self.method = self.settings.method
+        if self.method == "auto":
+            self.method = "gauss_seidel" if self.schedule == "world" else "jacobi"
+        if self.method == "gauss_seidel" and self.schedule == "contact":
+            raise SceneError(f"{scene.source}: [solver] method gauss_seidel needs schedule \"world\"")
         self.dt = scene.dt
         self._allocate_dynamics()
         self.reset()
@@ -175,6 +181,12 @@ class Simulator:
         vec3, vec4, mat3 = ti.math.vec3, ti.math.vec4, ti.math.mat3
         self.poly_slot = ti.ndarray(ti.i32, C)
         self.c_ids = ti.ndarray(ti.types.vector(4, ti.i32), C)
+        self.c_key = ti.ndarray(ti.types.vector(4, ti.i32), C)
+        slots = 1 << max(4, (2 * C - 1).bit_length())
+        self.table_key = ti.ndarray(ti.types.vector(4, ti.i32), slots)
+        self.table_val = ti.ndarray(vec3, slots)
+        self.table_occ = ti.ndarray(ti.i32, slots)
+        self.table_occ.fill(0)
         self.c_frame = ti.ndarray(mat3, C)
         self.c_ra = ti.ndarray(vec3, C)
         self.c_rb = ti.ndarray(vec3, C)
@@ -199,11 +211,13 @@ class Simulator:
             world_scratch=self.world_scratch, world_count=int(self.worlds), world_blocks=int(block_count(self.worlds)),
             body_contacts=self.body_contacts, pair_scale=self.pair_scale, pair_weight=self.pair_weight,
             pair_impulse=self.pair_impulse, max_counts=self.max_counts, stat_sums=self.stat_sums,
-            poly_slot=self.poly_slot, c_ids=self.c_ids, c_frame=self.c_frame, c_ra=self.c_ra, c_rb=self.c_rb,
+            poly_slot=self.poly_slot, c_ids=self.c_ids, c_key=self.c_key, table_key=self.table_key, table_val=self.table_val,
+            table_occ=self.table_occ, c_frame=self.c_frame, c_ra=self.c_ra, c_rb=self.c_rb,
             c_model=self.c_model, c_reg=self.c_reg, c_gamma=self.c_gamma, c_delta=self.c_delta,
             dt=float(self.dt), beta=float(st.beta), sigma=float(st.sigma), warm_start=int(st.warm_start),
             iterations=int(st.iterations), tolerance=float(st.tolerance), omega=float(st.relaxation),
-            coulomb=int(st.mode == "coulomb"),
+            coulomb=int(st.mode == "coulomb"), gauss_seidel=int(self.method == "gauss_seidel"),
+            split=int(self.method == "jacobi"),
         )
         return args
 
@@ -221,13 +235,15 @@ class Simulator:
         plan.add(scan_add, "world_start", "world_cursor", "world_scratch", "world_count")
         plan.add(ct.assemble_contacts, "counts", "poly_i", "poly_g", "poly_c", "poly_n", "poly_slot", "world_start", "pair_i", "pair_f",
                  "body_p", "body_q", "body_com_B", "body_inv_mass", "body_inv_inertia_W", "dt", "beta", "pair_scale", "pair_weight",
-                 "c_ids", "c_frame", "c_ra", "c_rb", "c_model")
-        plan.add(ct.finalize_contacts, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_model", "pair_f", "pair_scale", "pair_weight",
-                 "pair_impulse", "body_contacts", "body_inv_mass", "body_inv_inertia_W", "dt", "sigma", "warm_start", "c_reg", "c_gamma")
+                 "c_ids", "c_key", "c_frame", "c_ra", "c_rb", "c_model")
+        plan.add(ct.finalize_contacts, "world_start", "c_ids", "c_key", "c_frame", "c_ra", "c_rb", "c_model", "pair_f", "pair_scale",
+                 "pair_weight", "pair_impulse", "body_contacts", "body_inv_mass", "body_inv_inertia_W", "dt", "sigma", "warm_start", "split",
+                 "table_key", "table_val", "table_occ", "c_reg", "c_gamma")
+        plan.add(ws.clear_table, "table_occ")
         if self.schedule == "world":
             plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
                      "pair_f", "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
-                     "world_stats")
+                     "gauss_seidel", "world_stats")
         else:
             plan.add(sv.apply_impulses, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_gamma", "body_vc", "body_wc", "body_inv_mass",
                      "body_inv_inertia_W")
@@ -241,6 +257,7 @@ class Simulator:
         plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
         plan.add(ig.integrate, "world_status", "body_kind", "body_com_B", "body_vc", "body_wc", "dt", "body_p", "body_q", "body_v", "body_w")
         plan.add(sv.accumulate_pair_impulses, "world_start", "c_ids", "c_frame", "c_gamma", "pair_impulse")
+        plan.add(ws.store_impulses, "world_start", "c_key", "c_frame", "c_gamma", "table_key", "table_val", "table_occ")
         return plan
 
     def step(self, steps: int = 1) -> None:
@@ -296,3 +313,13 @@ class Simulator:
         """Sums since reset: steps, polygons (all worlds), contacts, solver iterations."""
         s = self.stat_sums.to_numpy()
         return {"steps": float(s[0]), "polygons": float(s[1]), "contacts": float(s[2]), "iterations": float(s[3])}
+
+    def contact_forces(self, world: int = 0) -> dict[tuple[str, str], np.ndarray]:
+        """Mean contact force over the last step between each body pair in contact, on the pair's
+        second body (scene order) from the first: total solved impulse / dt [N], world frame."""
+        impulse = self.pair_impulse.to_numpy()[world].astype(np.float64)
+        out = {}
+        for p in range(self.data.pair_count):
+            if np.any(impulse[p] != 0):
+                out[self.data.pair_names(p)] = impulse[p] / self.dt
+        return out

@@ -84,6 +84,7 @@ def solve_world_serial(
     tolerance: float,
     omega: float,
     coulomb: ti.i32,
+    gauss_seidel: ti.i32,
     world_stats: nd(dtype=vec4, ndim=1),
 ):
     """One thread per world: applies the warm-start impulses, then iterates. Reads and writes
@@ -119,8 +120,16 @@ def solve_world_serial(
                     g_old = c_gamma[c]
                     g_new = contact_update(g_old, vc, reg, pair_f[ids[3]][0], omega, coulomb)
                     c_gamma[c] = g_new
-                    c_delta[c] = g_new - g_old
                     residual = ti.max(residual, velocity_change(g_new - g_old, reg))
+                    if gauss_seidel == 1:
+                        impulse = c_frame[c].transpose() @ (g_new - g_old)
+                        body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
+                        body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
+                        body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
+                        body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+                        c_delta[c] = vec3(0.0)
+                    else:
+                        c_delta[c] = g_new - g_old
                 it += 1
         world_stats[w] = vec4(it, residual, end - start, 0.0)
 

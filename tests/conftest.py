@@ -64,13 +64,16 @@ def reference():
     return json.loads(path.read_text())
 
 
-def scene(bodies, **sim):
-    """A validated scene from a list of body dicts."""
+def scene(bodies, solver=None, **sim):
+    """A validated scene from a list of body dicts; `solver` is the [solver] table, keyword
+    arguments the [sim] table."""
     import taichi_hydro as th
 
     data = {"body": bodies}
     if sim:
         data["sim"] = sim
+    if solver:
+        data["solver"] = solver
     return th.scene_from_dict(data, source="<test>")
 
 

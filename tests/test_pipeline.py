@@ -73,7 +73,9 @@ def test_cpu_and_vulkan_agree(arch, tol):
         assert [s["faces"] for s in ours] == [s["faces"] for s in theirs], path
         for a, b in zip(ours, theirs):
             scale = max(abs(x) for x in a["force"])
-            np.testing.assert_allclose(a["force"], b["force"], rtol=tol.rel, atol=tol.rel * scale)
+            # A body placed exactly touching (box_on_incline) has a depth of float32 round-off,
+            # ~1e-8 m at 4 cm: with E/H = 2.5e8 Pa/m over 0.03 m^2 that is ~0.1 N of noise.
+            np.testing.assert_allclose(a["force"], b["force"], rtol=tol.rel, atol=tol.rel * scale + 0.1)
             assert a["area"] == pytest.approx(b["area"], rel=tol.rel)
 
 

@@ -1,0 +1,80 @@
+"""Per-contact warm start: the solved impulse of every polygon, keyed by (world, pair, element
+of a, element of b), kept in an open-addressing hash table from one step to the next.
+
+A polygon keeps its key while the same two elements overlap (elements are fixed in their body
+frames), so a sliding or spinning patch starts each solve from last step's impulses, friction
+directions included. The table stores impulses in the world frame. Slots are claimed with an
+atomic increment (no compare-and-swap needed); the table is cleared after the lookups of a
+step and refilled after its solve."""
+
+import taichi as ti
+
+from .broadphase import ivec4
+
+nd = ti.types.ndarray
+vec3 = ti.math.vec3
+mat3 = ti.math.mat3
+
+
+@ti.func
+def key_slot(key: ivec4, mask: ti.i32) -> ti.i32:
+    h = (
+        ti.cast(key[0], ti.u32) * ti.u32(2654435761)
+        ^ ti.cast(key[1], ti.u32) * ti.u32(40503)
+        ^ ti.cast(key[2], ti.u32) * ti.u32(73856093)
+        ^ ti.cast(key[3], ti.u32) * ti.u32(19349663)
+    )
+    return ti.cast(h & ti.cast(mask, ti.u32), ti.i32)
+
+
+@ti.func
+def same(a: ivec4, b: ivec4) -> ti.i32:
+    return 1 if (a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and a[3] == b[3]) else 0
+
+
+@ti.func
+def lookup(key: ivec4, table_key: ti.template(), table_val: ti.template(), table_occ: ti.template()):
+    """(found, world-frame impulse) for `key`."""
+    mask = table_key.shape[0] - 1
+    s = key_slot(key, mask)
+    found = 0
+    value = vec3(0.0)
+    for _ in range(table_key.shape[0]):
+        if table_occ[s] == 0:
+            break
+        if same(table_key[s], key) == 1:
+            found = 1
+            value = table_val[s]
+            break
+        s = (s + 1) & mask
+    return found, value
+
+
+@ti.kernel
+def clear_table(table_occ: nd(dtype=ti.i32, ndim=1)):
+    for s in table_occ:
+        table_occ[s] = 0
+
+
+@ti.kernel
+def store_impulses(
+    world_start: nd(dtype=ti.i32, ndim=1),
+    c_key: nd(dtype=ivec4, ndim=1),
+    c_frame: nd(dtype=mat3, ndim=1),
+    c_gamma: nd(dtype=vec3, ndim=1),
+    table_key: nd(dtype=ivec4, ndim=1),
+    table_val: nd(dtype=vec3, ndim=1),
+    table_occ: nd(dtype=ti.i32, ndim=1),
+):
+    """Inserts every contact's impulse (world frame) under its key."""
+    W = world_start.shape[0] - 1
+    mask = table_key.shape[0] - 1
+    for c in range(world_start[W]):
+        key = c_key[c]
+        s = key_slot(key, mask)
+        for _ in range(table_key.shape[0]):
+            if ti.atomic_add(table_occ[s], 1) == 0:
+                table_key[s] = key
+                table_val[s] = c_frame[c].transpose() @ c_gamma[c]
+                break
+            s = (s + 1) & mask
