@@ -45,7 +45,8 @@ def arch(request):
     import taichi_hydro as th
 
     name = request.config.getoption("--arch")
-    th.init(name)
+    # TH_DEBUG=1: Taichi's debug mode (bounds-checked indexing, kernel asserts); slow.
+    th.init(name, debug=os.environ.get("TH_DEBUG") == "1")
     return name
 
 

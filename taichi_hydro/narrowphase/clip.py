@@ -59,10 +59,17 @@ def remove_duplicates(poly: Poly, count: ti.i32, tol2: float):
     m = 0
     for i in range(count):
         p = row(poly, i)
-        if m == 0 or (p - row(out, m - 1)).norm_sqr() > tol2:
+        # Taichi's `or` does not short-circuit: guard the look-back explicitly (row -1 would be
+        # read out of bounds, which crashes lavapipe).
+        keep = True
+        if m > 0:
+            keep = (p - row(out, m - 1)).norm_sqr() > tol2
+        if keep:
             set_row(out, m, p)
             m += 1
-    while m > 1 and (row(out, m - 1) - row(out, 0)).norm_sqr() <= tol2:
+    while m > 1:
+        if (row(out, m - 1) - row(out, 0)).norm_sqr() > tol2:
+            break
         m -= 1
     return out, m
 
