@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import taichi_hydro as th
@@ -81,3 +82,61 @@ def find(name: str) -> ContactCase:
             return c
     raise KeyError(f"unknown case {name!r}; cases: {[c.name for c in CONTACT_CASES]}")
 
+
+
+# --------------------------------------------------------------------------- dynamics
+
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
+
+
+def pile(per_side: int) -> th.Scene:
+    """per_side**3 compliant spheres (r = 2 cm, 40 g, E = 1 MPa, mesh 1 cm) in a lattice of
+    5 cm pitch, each column slightly sheared, dropped into a rigid square bin (floor and four
+    walls, 1.5 cm of clearance): scenes/pile.toml is per_side = 3. dt = 2 ms."""
+    half = 0.025 * (per_side - 1) + 0.04
+    walls = {  # name: (position, orientation) of a half-space whose solid side faces outward
+        "wall_px": ([half, 0, 0], [0.7071067811865476, 0, -0.7071067811865476, 0]),
+        "wall_nx": ([-half, 0, 0], [0.7071067811865476, 0, 0.7071067811865476, 0]),
+        "wall_py": ([0, half, 0], [0.7071067811865476, 0.7071067811865476, 0, 0]),
+        "wall_ny": ([0, -half, 0], [0.7071067811865476, -0.7071067811865476, 0, 0]),
+    }
+    static = {"type": "static", "shape": {"type": "halfspace"}, "contact": {"friction": 0.4}}
+    bodies = [{"name": "floor", **static}]
+    bodies += [{"name": n, **static, "position": p, "orientation": q} for n, (p, q) in walls.items()]
+    offset = 0.025 * (per_side - 1)
+    for i in range(per_side):
+        for j in range(per_side):
+            for k in range(per_side):
+                bodies.append({
+                    "name": f"ball_{i}{j}{k}",
+                    "mass": 0.04,
+                    "position": [0.05 * i - offset + 0.002 * k, 0.05 * j - offset - 0.002 * k, 0.03 + 0.05 * k],
+                    "shape": {"type": "sphere", "radius": 0.02},
+                    "contact": {"modulus": 1e6, "resolution": 0.01, "friction": 0.4},
+                })
+    return th.scene_from_dict({"sim": {"dt": 2e-3}, "body": bodies}, source=f"pile_{per_side ** 3}")
+
+
+@dataclass(frozen=True)
+class DynamicsCase:
+    """A time-stepping benchmark: `steps` steps from the scene's initial state (the same
+    simulated interval for us and for Drake), swept over world counts."""
+
+    name: str
+    scene: Callable[[], th.Scene]
+    steps: int
+    worlds: tuple[int, ...]
+
+
+DYNAMICS_CASES = [
+    DynamicsCase("box_stack", lambda: th.load_scene(SCENES / "box_stack.toml"), 50, (1, 8, 64, 512)),
+    DynamicsCase("coin", lambda: th.load_scene(SCENES / "coin.toml"), 300, (1, 8, 64)),
+    *(DynamicsCase(f"pile_{n ** 3}", lambda n=n: pile(n), 150, (1, 8, 64) if n <= 3 else (1, 8)) for n in (1, 2, 3, 4, 6)),
+]
+
+
+def find_dynamics(name: str) -> DynamicsCase:
+    for c in DYNAMICS_CASES:
+        if c.name == name:
+            return c
+    raise KeyError(f"unknown case {name!r}; cases: {[c.name for c in DYNAMICS_CASES]}")

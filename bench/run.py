@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from . import cases as registry
 from .machine import describe, machine
 
@@ -71,6 +73,98 @@ def contact_worker(arch: str, names: list[str], quick: bool) -> None:
             print(json.dumps(row), flush=True)
 
 
+def _worlds(case, quick: bool) -> tuple[int, ...]:
+    return case.worlds[:2] if quick else case.worlds
+
+
+def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None) -> None:
+    """Time Simulator.step() over each case's interval per world count; print JSON.
+
+    The first run (compilation or cache load, pool growth) is timed apart as compile_s; the
+    simulator is then reset and the same interval timed again. Stage times come from
+    profile_stages() over 20 further steps (one launch at a time with a sync after each, so
+    they add up to more than a step takes in the timed run)."""
+    import taichi_hydro as th
+
+    th.init(arch)
+    device = describe(arch)
+    for name in names:
+        case = registry.find_dynamics(name)
+        steps = min(case.steps, 20) if quick else case.steps
+        for worlds in [only_worlds] if only_worlds else _worlds(case, quick):
+            sim = th.Simulator(case.scene(), worlds=worlds)
+            t0 = time.perf_counter()
+            sim.step(steps)
+            sim.world_status()
+            first = time.perf_counter() - t0
+            sim.reset()
+            sim.world_status()
+            t0 = time.perf_counter()
+            sim.step(steps)
+            diverged = int(np.count_nonzero(sim.world_status()))
+            wall = time.perf_counter() - t0
+            totals = sim.step_totals()
+            stages = sim.profile_stages(5 if quick else 20)
+            row = {
+                "suite": "dynamics",
+                "case": name,
+                "arch": arch,
+                "device": device,
+                "worlds": worlds,
+                "bodies": len(sim.scene.bodies),
+                "dt": sim.dt,
+                "steps": steps,
+                "compile_s": round(max(first - wall, 0.0), 3),
+                "wall_s": wall,
+                "world_steps_per_s": worlds * steps / wall,
+                "polygons_per_world_step": totals["polygons"] / (worlds * steps),
+                "contacts_per_world_step": totals["contacts"] / (worlds * steps),
+                "iterations_per_world_step": totals["iterations"] / (worlds * steps),
+                "stage_ms": {k: v * 1e3 for k, v in stages.items()},
+                "diverged_worlds": diverged,
+                "solver": f"{sim.method}/{sim.schedule}",
+            }
+            print(json.dumps(row), flush=True)
+
+
+def drake_dynamics(names: list[str], quick: bool) -> list[dict]:
+    """Drake's discrete plant (Lagged and SAP, one thread) over the same interval."""
+    try:
+        from .drake_scene import build, simulate
+    except ImportError as exc:
+        print(f"drake unavailable ({exc}); skipping the Drake baseline", file=sys.stderr)
+        return []
+    from importlib.metadata import version
+
+    rows = []
+    for name in names:
+        case = registry.find_dynamics(name)
+        steps = min(case.steps, 20) if quick else case.steps
+        scene = case.scene()
+        for approximation in ("lagged", "sap"):
+            ds = build(scene, time_step=scene.dt, approximation=approximation)
+            try:
+                wall = simulate(ds, steps)
+                failed = None
+            except RuntimeError as exc:  # Drake's solvers can fail to converge
+                wall, failed = float("nan"), str(exc).splitlines()[0][:200]
+            rows.append({
+                "suite": "dynamics",
+                "case": name,
+                "arch": f"drake-{approximation}",
+                "device": f"{describe('cpu')} (1 thread)",
+                "drake_version": version("drake"),
+                "worlds": 1,
+                "bodies": len(scene.bodies),
+                "dt": scene.dt,
+                "steps": steps,
+                "wall_s": wall,
+                "world_steps_per_s": steps / wall,
+                **({"error": failed} if failed else {}),
+            })
+    return rows
+
+
 def drake_contact(names: list[str], quick: bool) -> list[dict]:
     """Drake's ComputeContactSurfaces (polygons) on the same scenes: one world at a time."""
     try:
@@ -104,12 +198,19 @@ def drake_contact(names: list[str], quick: bool) -> list[dict]:
 
 
 def add_ratios(rows: list[dict]) -> None:
-    """ratio_vs_drake: our queries per second over Drake's, same case and resolution."""
+    """contact: ratio_vs_drake = our queries/s over Drake's, same case and resolution.
+    dynamics: ratio_vs_drake_<approximation> = our world-steps/s over Drake's, same case."""
     drake = {(r["case"], r["resolution"]): r for r in rows if r["arch"] == "drake"}
     for r in rows:
-        d = drake.get((r["case"], r["resolution"]))
+        d = drake.get((r["case"], r.get("resolution")))
         if r["arch"] != "drake" and d is not None:
             r["ratio_vs_drake"] = r["queries_per_s"] / d["queries_per_s"]
+    for r in rows:
+        if r["suite"] != "dynamics" or r["arch"].startswith("drake"):
+            continue
+        for d in rows:
+            if d["case"] == r["case"] and d["arch"].startswith("drake-") and np.isfinite(d["world_steps_per_s"]):
+                r["ratio_vs_" + d["arch"].replace("-", "_")] = r["world_steps_per_s"] / d["world_steps_per_s"]
 
 
 def markdown(rows: list[dict]) -> str:
@@ -128,32 +229,64 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def markdown_dynamics(rows: list[dict]) -> str:
+    """README table: world-steps/s, per-step work and stage split per backend and world count."""
+    lines = [
+        "| case | bodies | backend | worlds | world-steps/s | vs Drake Lagged | vs Drake SAP | polygons | iterations | collide / assemble / solve / integrate [ms] |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = {"drake-lagged": 0, "drake-sap": 1, "cpu": 2, "vulkan": 3, "cuda": 4}
+    names = [c.name for c in registry.DYNAMICS_CASES]
+    for r in sorted(rows, key=lambda r: (names.index(r["case"]) if r["case"] in names else 99, order.get(r["arch"], 9), r["worlds"])):
+        ratio = lambda k: f"{r[k]:.2f}x" if k in r else "-"  # noqa: E731
+        stage = " / ".join(f"{v:.3g}" for v in r["stage_ms"].values()) if "stage_ms" in r else "-"
+        work = lambda k: f"{r[k]:.1f}" if k in r else "-"  # noqa: E731
+        speed = f"{r['world_steps_per_s']:.4g}" if np.isfinite(r["world_steps_per_s"]) else f"failed: {r.get('error', '')}"
+        lines.append(
+            f"| {r['case']} | {r['bodies']} | {r['arch']} | {r['worlds']} | {speed} | {ratio('ratio_vs_drake_lagged')} | "
+            f"{ratio('ratio_vs_drake_sap')} | {work('polygons_per_world_step')} | {work('iterations_per_world_step')} | {stage} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suite", choices=["contact"])
+    p.add_argument("suite", choices=["contact", "dynamics"])
     p.add_argument("--arch", default="cpu", help="comma-separated: cpu,vulkan,cuda")
-    p.add_argument("--cases", default=",".join(c.name for c in registry.CONTACT_CASES))
+    p.add_argument("--cases", help="comma-separated case names (default: all of the suite)")
     p.add_argument("--drake", action="store_true", help="also time Drake (pip package drake)")
     p.add_argument("--quick", action="store_true", help="a few points only (smoke test)")
     p.add_argument("--out", help="write the JSON lines here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--worlds", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    names = args.cases.split(",")
+    suite_cases = registry.CONTACT_CASES if args.suite == "contact" else registry.DYNAMICS_CASES
+    names = args.cases.split(",") if args.cases else [c.name for c in suite_cases]
     if args.worker:
-        contact_worker(args.arch, names, args.quick)
+        if args.suite == "contact":
+            contact_worker(args.arch, names, args.quick)
+        else:
+            dynamics_worker(args.arch, names, args.quick, args.worlds)
         return 0
     rows: list[dict] = []
+    # One worker process per case (and per world count for dynamics): Taichi has one backend per
+    # process, and Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET).
+    jobs = [(name, None) for name in names]
+    if args.suite == "dynamics":
+        jobs = [(name, w) for name in names for w in _worlds(registry.find_dynamics(name), args.quick)]
     for arch in args.arch.split(","):
-        cmd = [sys.executable, "-m", "bench.run", args.suite, "--worker", "--arch", arch, "--cases", args.cases]
-        if args.quick:
-            cmd.append("--quick")
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        if proc.returncode != 0:
-            print(f"{arch}: worker failed\n{proc.stderr[-3000:]}", file=sys.stderr)
-            continue
-        rows += [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        for name, worlds in jobs:
+            cmd = [sys.executable, "-m", "bench.run", args.suite, "--worker", "--arch", arch, "--cases", name]
+            if worlds is not None:
+                cmd += ["--worlds", str(worlds)]
+            if args.quick:
+                cmd.append("--quick")
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            if proc.returncode != 0:
+                print(f"{arch} {name} {worlds or ''}: worker failed\n{proc.stderr[-3000:]}", file=sys.stderr)
+            rows += [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if args.drake:
-        rows += drake_contact(names, args.quick)
+        rows += (drake_contact if args.suite == "contact" else drake_dynamics)(names, args.quick)
     add_ratios(rows)
     meta = {"suite": args.suite, "machine": machine(), "unix_time": time.time(), "command": " ".join(["python -m bench.run", *(argv or sys.argv[1:])])}
     if args.out:
@@ -162,7 +295,7 @@ def main(argv=None) -> int:
             f.write(json.dumps({"meta": meta}) + "\n")
             for r in rows:
                 f.write(json.dumps(r) + "\n")
-    print(markdown(rows))
+    print(markdown(rows) if args.suite == "contact" else markdown_dynamics(rows))
     return 0
 
 

@@ -8,7 +8,7 @@ import os as _os
 _os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "False")
 
 from .backend import ARCHES, current_arch, init, is_initialized
-from .errors import BackendError, CapacityError, HydroError, MeshError, SceneError, SimulationError
+from .errors import BackendError, CapacityError, HydroError, LaunchBudgetError, MeshError, SceneError, SimulationError
 from .scene import Body, Contact, Scene, Shape, SolverSettings, load_scene, scene_from_dict
 from .sim import Simulator
 from .surfaces import ContactSurface
@@ -28,6 +28,7 @@ __all__ = [
     "Simulator",
     "ContactSurface",
     "HydroError",
+    "LaunchBudgetError",
     "SceneError",
     "MeshError",
     "CapacityError",

@@ -7,9 +7,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-from .errors import BackendError
+from .errors import BackendError, LaunchBudgetError
 
-__all__ = ["init", "is_initialized", "current_arch", "require_init", "ARCHES", "Precision"]
+__all__ = ["init", "is_initialized", "current_arch", "require_init", "spend_launches", "ARCHES", "Precision", "LAUNCH_BUDGET"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
 
@@ -21,7 +21,14 @@ class Precision:
     name: str  # "f32" | "f64"
 
 
-_state: dict = {"arch": None, "precision": None}
+_state: dict = {"arch": None, "precision": None, "launch_budget": None, "launches": 0}
+
+# Taichi 1.7.4 on Mesa's lavapipe (25.0.7, the Vulkan driver of GPU-less machines) segfaults
+# inside vkAllocateDescriptorSets after 2**16 descriptor sets in one process, freed or not; every
+# offloaded task of every kernel launch takes one. Our kernels average about 2.1 tasks per
+# launch (measured: the box-on-floor step crashes after ~2050 steps of 15 launches), so a
+# process on lavapipe may make LAUNCH_BUDGET launches: past it we raise instead of crashing.
+LAUNCH_BUDGET = 24000
 
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True) -> str:
@@ -70,10 +77,36 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         ti.reset()
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi started on {got} instead of {arch!r}")
-    _state.update(arch=arch, precision=precision)
+    _state.update(arch=arch, precision=precision, launch_budget=None)  # launches: per process, kept
     if arch == "vulkan":
         _probe_loop_atomics()
+        from .vulkan_info import vulkan_devices
+
+        devices = vulkan_devices()
+        if devices and all(d.is_cpu for d in devices):
+            _state["launch_budget"] = LAUNCH_BUDGET
     return arch
+
+
+def launches_made() -> int:
+    """Kernel launches this process has accounted for (spend_launches)."""
+    return _state["launches"]
+
+
+def spend_launches(count: int, *, check_only: bool = False) -> None:
+    """Account for `count` kernel launches about to be made (check_only: only check that they
+    would fit). On a CPU Vulkan implementation (lavapipe) raises LaunchBudgetError, without
+    counting them, if they would take the process past LAUNCH_BUDGET, before the driver would
+    crash; elsewhere it only counts."""
+    budget = _state["launch_budget"]
+    if budget is not None and _state["launches"] + count > budget:
+        raise LaunchBudgetError(
+            f"{count} more kernel launches would take this process past {budget} on a CPU Vulkan driver "
+            f"(Mesa lavapipe; {_state['launches']} made so far), which crashes Taichi 1.7.4 after about 2**16 "
+            "descriptor sets: start a new process, or use arch 'cpu' for long runs on a machine without a GPU"
+        )
+    if not check_only:
+        _state["launches"] += count
 
 
 def _probe_loop_atomics() -> None:

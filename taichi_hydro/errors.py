@@ -1,6 +1,6 @@
 """Exceptions raised by taichi_hydro. Every message names the offending value."""
 
-__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "SimulationError"]
+__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "LaunchBudgetError", "SimulationError"]
 
 
 class HydroError(Exception):
@@ -21,6 +21,11 @@ class CapacityError(HydroError, RuntimeError):
 
 class BackendError(HydroError, RuntimeError):
     """The requested Taichi backend is unavailable, or taichi_hydro was used before init()."""
+
+
+class LaunchBudgetError(BackendError):
+    """The process is about to pass the kernel-launch count its Vulkan driver survives
+    (backend.LAUNCH_BUDGET); the state is as it was before the refused call."""
 
 
 class SimulationError(HydroError, RuntimeError):

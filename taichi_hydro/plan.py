@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import taichi as ti
 
+from .backend import spend_launches
+
 __all__ = ["Plan", "ndarray_dtype"]
 
 
@@ -49,6 +51,7 @@ class Plan:
         return self
 
     def run(self, args: dict, graph: bool = False) -> None:
+        spend_launches(len(self.launches))
         if not graph:
             for kernel, names in self.launches:
                 kernel(*(args[n] for n in names))

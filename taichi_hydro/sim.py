@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import taichi as ti
 
@@ -9,9 +11,9 @@ from . import contacts as ct
 from . import integrator as ig
 from . import solver as sv
 from . import warmstart as ws
-from .backend import current_arch, current_precision, require_init
+from .backend import current_arch, current_precision, require_init, spend_launches
 from .collision import Capacities, Collision
-from .errors import SceneError
+from .errors import CapacityError, SceneError
 from .model import DeviceModel, build_model, check_supported
 from .plan import Plan, ndarray_dtype
 from .scan import block_count, block_sum_size, scan_add, scan_blocks, scan_sums
@@ -149,10 +151,12 @@ class Simulator:
                 if np.any(norm < 1e-12):
                     raise SceneError(f"{name}: a quaternion has zero norm")
                 v = v / norm
+            spend_launches(1)
             arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
 
     def get_state(self) -> dict[str, np.ndarray]:
         """Host copies (float64) of the state arrays, keyed as in set_state."""
+        spend_launches(4)
         return {
             "position": self.body_p_WB.to_numpy().astype(np.float64),
             "orientation": self.body_q_WB.to_numpy().astype(np.float64),
@@ -226,6 +230,7 @@ class Simulator:
         plan = Plan("step")
         plan.launches.extend(self.collision.plan.launches)
         plan.add(track_counts, "counts", "max_counts", "world_start", "world_stats", "stat_sums")
+        stages = [("collide", len(plan.launches))]
         plan.add(ig.free_velocity, "world_status", "body_kind", "body_p", "body_q", "body_v", "body_w", "body_com_B", "body_inv_mass",
                  "body_inv_inertia_B", "gravity", "body_force", "body_torque", "dt", "body_vc", "body_wc", "body_inv_inertia_W")
         plan.add(ct.count_contacts, "counts", "poly_i", "poly_g", "pair_i", "body_kind", "world_status", "world_start", "body_contacts",
@@ -240,6 +245,7 @@ class Simulator:
                  "pair_weight", "pair_impulse", "body_contacts", "body_inv_mass", "body_inv_inertia_W", "dt", "sigma", "warm_start", "split",
                  "table_key", "table_val", "table_occ", "c_reg", "c_gamma")
         plan.add(ws.clear_table, "table_occ")
+        stages.append(("assemble", len(plan.launches)))
         if self.schedule == "world":
             plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
                      "pair_f", "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
@@ -254,10 +260,13 @@ class Simulator:
                          "world_residual", "omega", "coulomb")
                 plan.add(sv.jacobi_bodies, "world_start", "world_status", "body_vc", "body_wc", "body_dv", "body_dw", "world_residual",
                          "world_stats", "tolerance")
+        stages.append(("solve", len(plan.launches)))
         plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
         plan.add(ig.integrate, "world_status", "body_kind", "body_com_B", "body_vc", "body_wc", "dt", "body_p", "body_q", "body_v", "body_w")
         plan.add(sv.accumulate_pair_impulses, "world_start", "c_ids", "c_frame", "c_gamma", "pair_impulse")
         plan.add(ws.store_impulses, "world_start", "c_key", "c_frame", "c_gamma", "table_key", "table_val", "table_occ")
+        stages.append(("integrate", len(plan.launches)))
+        self._stage_ends = stages
         return plan
 
     def step(self, steps: int = 1) -> None:
@@ -267,6 +276,7 @@ class Simulator:
             raise SceneError(f"steps must be >= 0, got {steps}")
         if self._step_plan is None:
             self._step_plan = self._build_step_plan()
+        spend_launches(steps * len(self._step_plan.launches), check_only=True)
         done = 0
         while done < steps:
             chunk = min(self.CHUNK, steps - done)
@@ -288,6 +298,35 @@ class Simulator:
             done += chunk
             self.step_count += chunk
             self.time += chunk * self.dt
+
+    def profile_stages(self, steps: int = 1) -> dict[str, float]:
+        """Advance `steps` time steps with one kernel launch at a time and a device sync after
+        each, and return the wall time per stage [s per step]: collide (broad and narrow phase),
+        assemble (contact rows, warm start), solve (cone complementarity), integrate. The sync
+        makes this slower than step(); use it for where the time goes, not for throughput.
+        Pools must already fit (call step() first); an overflow here raises."""
+        if steps < 1:
+            raise SceneError(f"steps must be >= 1, got {steps}")
+        if self._step_plan is None:
+            self._step_plan = self._build_step_plan()
+        totals = dict.fromkeys((name for name, _ in self._stage_ends), 0.0)
+        args = self._step_args()
+        self.max_counts.fill(0)
+        ti.sync()
+        for _ in range(steps):
+            start = 0
+            for name, end in self._stage_ends:
+                t0 = time.perf_counter()
+                for kernel, names in self._step_plan.launches[start:end]:
+                    kernel(*(args[n] for n in names))
+                ti.sync()
+                totals[name] += time.perf_counter() - t0
+                start = end
+        if self.collision.overflow(self.max_counts.to_numpy()) is not None:
+            raise CapacityError("profile_stages: a pool overflowed; call step() first so the pools grow")
+        self.step_count += steps
+        self.time += steps * self.dt
+        return {name: t / steps for name, t in totals.items()}
 
     def set_control(self, force=None, torque=None) -> None:
         """External force [N] and torque [N m] on each body, at its centre of mass, world frame,

@@ -133,3 +133,20 @@ def test_cli_run_json_and_npz(arch, tmp_path):
 def test_cli_run_rejects_bad_arguments(arch):
     r = run_cli("run", "scenes/ball_drop.toml", "--arch", arch, "--steps", "-3")
     assert r.returncode == 2 and "--steps must be >= 0" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_launch_budget_refuses_before_running(arch, monkeypatch):
+    """On a driver with a launch budget (lavapipe), a step() that would pass it raises
+    LaunchBudgetError up front and leaves the state untouched."""
+    from taichi_hydro import backend
+
+    sim = th.Simulator(small_pile(n=2))
+    sim.step(2)
+    before = sim.get_state()
+    monkeypatch.setitem(backend._state, "launch_budget", backend.launches_made() + 10)
+    with pytest.raises(th.LaunchBudgetError, match="lavapipe"):
+        sim.step(5)
+    after = sim.get_state()
+    for key in before:
+        np.testing.assert_array_equal(after[key], before[key])
+    assert sim.step_count == 2

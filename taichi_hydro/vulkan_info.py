@@ -1,0 +1,69 @@
+"""What Vulkan devices the loader offers, read with ctypes (no Vulkan SDK needed).
+
+Used to recognise a machine whose only Vulkan devices are CPU implementations (Mesa's
+lavapipe), where Taichi 1.7.4 has a hard per-process limit (see backend.LaunchBudget)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass
+
+__all__ = ["VulkanDevice", "vulkan_devices"]
+
+_DEVICE_TYPE_CPU = 4  # VK_PHYSICAL_DEVICE_TYPE_CPU
+_STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
+
+
+@dataclass(frozen=True)
+class VulkanDevice:
+    name: str
+    device_type: int  # VkPhysicalDeviceType: 1 integrated, 2 discrete, 3 virtual, 4 cpu
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device_type == _DEVICE_TYPE_CPU
+
+
+class _InstanceCreateInfo(ctypes.Structure):
+    _fields_ = [
+        ("sType", ctypes.c_int),
+        ("pNext", ctypes.c_void_p),
+        ("flags", ctypes.c_uint32),
+        ("pApplicationInfo", ctypes.c_void_p),
+        ("enabledLayerCount", ctypes.c_uint32),
+        ("ppEnabledLayerNames", ctypes.c_void_p),
+        ("enabledExtensionCount", ctypes.c_uint32),
+        ("ppEnabledExtensionNames", ctypes.c_void_p),
+    ]
+
+
+def vulkan_devices() -> list[VulkanDevice]:
+    """The physical devices of the Vulkan loader ([] when there is no loader or no device)."""
+    path = ctypes.util.find_library("vulkan") or "libvulkan.so.1"
+    try:
+        vk = ctypes.CDLL(path)
+    except OSError:
+        return []
+    instance = ctypes.c_void_p()
+    info = _InstanceCreateInfo(sType=_STRUCTURE_TYPE_INSTANCE_CREATE_INFO)
+    if vk.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance)) != 0:
+        return []
+    try:
+        count = ctypes.c_uint32(0)
+        if vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None) != 0 or count.value == 0:
+            return []
+        handles = (ctypes.c_void_p * count.value)()
+        vk.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), handles)
+        devices = []
+        for handle in handles[: count.value]:
+            # VkPhysicalDeviceProperties: five uint32 (api, driver, vendor, device id, type),
+            # then char deviceName[256], then limits; 4 KiB holds all of it.
+            props = ctypes.create_string_buffer(4096)
+            vk.vkGetPhysicalDeviceProperties(ctypes.c_void_p(handle), props)
+            device_type = int.from_bytes(props.raw[16:20], "little")
+            name = props.raw[20:276].split(b"\0", 1)[0].decode(errors="replace")
+            devices.append(VulkanDevice(name, device_type))
+        return devices
+    finally:
+        vk.vkDestroyInstance(instance, None)
