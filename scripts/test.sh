@@ -26,10 +26,8 @@ for arch in $arches; do
   rerun=$(mktemp)
   TH_RERUN_FILE=$rerun .venv/bin/python -m pytest -q --arch vulkan "$@" || status=1
   if [ -s "$rerun" ]; then
-    th_log "rerunning $(wc -l < "$rerun") test(s) alone, each in a fresh process"
-    while read -r test_id; do
-      .venv/bin/python -m pytest -q --arch vulkan "$test_id" || status=1
-    done < "$rerun"
+    th_log "rerunning $(wc -l < "$rerun") test(s) alone, each in a fresh process, two at a time"
+    xargs -P 2 -I{} .venv/bin/python -m pytest -q -p no:cacheprovider --arch vulkan "{}" < "$rerun" || status=1
   fi
   rm -f "$rerun"
 done
