@@ -35,7 +35,39 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="write the trajectory (.npz)")
     r.add_argument("--json", action="store_true", help="print a JSON summary")
     r.add_argument("--every", type=int, default=1, help="record every k-th step in --out (default 1)")
+    v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
+    _add_common(v)
+    v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4 (needs imageio-ffmpeg)")
+    v.add_argument("--frames", type=int, default=120, help="frames to record (default 120)")
+    v.add_argument("--world", type=int, default=0, help="world to show")
+    v.add_argument("--worlds", type=int, default=1, help="copies of the scene stepped together")
+    v.add_argument("--steps-per-frame", type=int, default=None, help="time steps between frames (default: 1/30 s)")
+    v.add_argument("--no-patches", action="store_true", help="do not draw the contact patches")
+    v.add_argument("--size", type=int, nargs=2, default=(640, 480), metavar=("W", "H"), help="image size in pixels")
     return parser
+
+
+def _view(args) -> int:
+    import taichi_hydro as th
+    from taichi_hydro import viewer
+
+    scene = th.load_scene(args.scene)
+    if args.frames < 1:
+        raise th.SceneError(f"--frames must be >= 1, got {args.frames}")
+    if args.record is None and not viewer.has_display():
+        raise viewer.ViewerError("no display here (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4")
+    th.init(args.arch)
+    sim = th.Simulator(scene, worlds=args.worlds)
+    per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (30 * scene.dt)))
+    if args.record is None:
+        viewer.view(sim, world=args.world, steps_per_frame=per_frame)
+        return 0
+    t0 = time.perf_counter()
+    path = viewer.record(sim, args.record, frames=args.frames, steps_per_frame=per_frame, world=args.world,
+                         size=tuple(args.size), patches=not args.no_patches)
+    print(f"{path}: {args.frames} frame(s), {per_frame} step(s) per frame, t = {sim.time:.3f} s, "
+          f"rendered in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
 
 
 def _contact(args) -> int:
@@ -155,7 +187,7 @@ def _run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"contact": _contact, "run": _run}[args.command](args)
+        return {"contact": _contact, "run": _run, "view": _view}[args.command](args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -21,22 +21,27 @@ def small_pile(n=4, solver=None):
 
 def test_batch_equals_separate_runs(arch, tol):
     """A step of W worlds gives, world by world, what W one-world simulators give (each world
-    starts from its own state)."""
-    W = 3
+    starts from its own state). Polygons take pool slots through atomics, so a world's contacts
+    may be visited in another order in a batch than alone: the results agree to float32
+    round-off, which the falling pile amplifies chaotically (1e-9 m after 20 steps, 1e-6 to
+    1e-5 m after 150, varying run to run). So compare over 40 steps (0.08 s, the lowest spheres
+    already in contact) to tol.pos per metre, the float32 bound for this 0.3 m scene."""
+    steps, W = 40, 3
     batch = th.Simulator(small_pile(), worlds=W)
     state = batch.get_state()
     rng = np.random.default_rng(7)
     state["velocity"][:, 1:] += rng.normal(0, 0.3, size=(W, 4, 3))
     batch.set_state(velocity=state["velocity"])
-    batch.step(150)
+    batch.step(steps)
+    assert batch.step_totals()["polygons"] > 0
     out = batch.get_state()
     for w in range(W):
         single = th.Simulator(small_pile())
         s = single.get_state()
         s["velocity"][0] = state["velocity"][w]
         single.set_state(velocity=s["velocity"])
-        single.step(150)
-        np.testing.assert_allclose(single.get_state()["position"][0], out["position"][w], atol=1e-5)
+        single.step(steps)
+        np.testing.assert_allclose(single.get_state()["position"][0], out["position"][w], atol=tol.pos * 1.0)
 
 
 def test_world_and_contact_schedules_agree(arch):

@@ -1,0 +1,365 @@
+"""Taichi GGUI viewer and headless recorder: bodies, pressure-coloured contact patches, an
+overlay, and a colour bar.
+
+Bodies are drawn from their surface meshes (a compliant body's tet-mesh boundary), posed on
+the host from Simulator.get_state(); half-spaces are drawn as a square tile of the plane.
+Contact polygons come from Simulator.contact_surfaces(world), fan-triangulated and coloured
+by vertex pressure on a fixed colour map, lifted a little along their normal so that they show
+through the surfaces they lie on. Headless recording renders with
+ti.ui.Window(show_window=False) (Mesa's Vulkan driver is enough, no display needed) and writes
+PNG (last frame), GIF or MP4 (needs imageio-ffmpeg) through imageio."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import HydroError, SceneError
+from .geometry.build import HALFSPACE
+
+__all__ = ["ViewerError", "record", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
+
+# Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
+_MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
+_BODY_COLORS = np.array([[0.75, 0.75, 0.78], [0.55, 0.62, 0.80], [0.80, 0.62, 0.50], [0.60, 0.78, 0.60], [0.78, 0.60, 0.78]])
+_GROUND_COLOR = (0.42, 0.45, 0.48)
+_FORMATS = (".png", ".gif", ".mp4")
+
+
+class ViewerError(HydroError, RuntimeError):
+    """The viewer cannot run here (no display, no Vulkan, unsupported output format)."""
+
+
+def pressure_colors(pressure: np.ndarray, p_min: float, p_max: float) -> np.ndarray:
+    """RGB in [0, 1] for pressures [Pa] on the colour map spanning [p_min, p_max] (clamped;
+    a degenerate range maps everything to the top colour)."""
+    p = np.asarray(pressure, dtype=np.float64)
+    span = p_max - p_min
+    t = np.ones_like(p) if span <= 0 else np.clip((p - p_min) / span, 0.0, 1.0)
+    x = t * (len(_MAP) - 1)
+    i = np.minimum(x.astype(int), len(_MAP) - 2)
+    f = (x - i)[..., None]
+    return _MAP[i] * (1 - f) + _MAP[i + 1] * f
+
+
+def rotation_matrices(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) of unit quaternions (..., 4) given as (w, x, y, z)."""
+    q = np.asarray(q, dtype=np.float64)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+def fan_triangles(sizes: np.ndarray) -> np.ndarray:
+    """Triangle indices (sum(k - 2), 3) fanning polygons of `sizes` vertices stored one after
+    another in a vertex array."""
+    tris = []
+    start = 0
+    for k in np.asarray(sizes, dtype=int):
+        for j in range(1, k - 1):
+            tris.append((start, start + j, start + j + 1))
+        start += k
+    return np.array(tris, dtype=np.int32).reshape(-1, 3)
+
+
+def _plane_tile(half_size: float) -> tuple[np.ndarray, np.ndarray]:
+    """A square of the z = 0 plane (body frame of a half-space), as vertices and triangles."""
+    h = half_size
+    v = np.array([[-h, -h, 0], [h, -h, 0], [h, h, 0], [-h, h, 0]], dtype=np.float64)
+    return v, np.array([[0, 1, 2], [0, 2, 3]], dtype=np.int32)
+
+
+def flat_triangles(vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarray):
+    """Unshared vertices, colours and face normals (3 per triangle) for flat shading."""
+    tri = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    v = np.asarray(vertices, dtype=np.float64)[tri]
+    n = np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
+    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-30)
+    return v.reshape(-1, 3), np.asarray(colors)[tri].reshape(-1, 3), np.repeat(n, 3, axis=0)
+
+
+@dataclass
+class _Buffer:
+    """Taichi fields for one flat-shaded draw call, grown by doubling (fields cannot be resized)."""
+
+    capacity: int = 0
+    count: int = 0
+    vertices: object = None
+    colors: object = None
+    normals: object = None
+
+    def upload(self, vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarray) -> None:
+        import taichi as ti
+
+        v, c, n = flat_triangles(vertices, colors, triangles)
+        self.count = len(v)
+        if self.count > self.capacity or self.vertices is None:
+            self.capacity = max(96, 1 << int(np.ceil(np.log2(max(self.count, 1)))))
+            self.vertices, self.colors, self.normals = (ti.Vector.field(3, ti.f32, self.capacity) for _ in range(3))
+        for field, data in ((self.vertices, v), (self.colors, c), (self.normals, n)):
+            full = np.zeros((self.capacity, 3), np.float32)
+            full[: self.count] = data
+            field.from_numpy(full)
+
+    def draw(self, scene, wireframe: bool = False) -> None:
+        scene.mesh(self.vertices, normals=self.normals, per_vertex_color=self.colors, vertex_count=self.count,
+                   two_sided=True, show_wireframe=wireframe)
+
+
+class _MeshGroup:
+    """Surface meshes of several bodies posed into one vertex buffer (one draw call)."""
+
+    def __init__(self, meshes: list):
+        self.meshes = meshes
+        offsets = np.cumsum([0] + [len(m[1]) for m in meshes])
+        self.triangles = np.concatenate([m[2] + o for m, o in zip(meshes, offsets)]) if meshes else np.zeros((0, 3), np.int32)
+        self.colors = np.concatenate([m[3] for m in meshes]) if meshes else np.zeros((0, 3))
+        self.buffer = _Buffer()
+
+    def posed_vertices(self, state: dict, world: int) -> np.ndarray:
+        """World-frame vertices [m] of every mesh at the bodies' poses in `world`."""
+        R = rotation_matrices(state["orientation"][world])
+        return np.concatenate([v @ R[i].T + state["position"][world, i] for i, v, *_ in self.meshes])
+
+    def draw(self, scene, state: dict, world: int, wireframe: bool) -> None:
+        if not self.meshes:
+            return
+        self.buffer.upload(self.posed_vertices(state, world), self.colors, self.triangles)
+        self.buffer.draw(scene, wireframe)
+
+
+class Renderer:
+    """Draws one world of a Simulator into a GGUI scene and canvas."""
+
+    def __init__(self, sim, world: int = 0, patches: bool = True):
+        if not 0 <= world < sim.worlds:
+            raise SceneError(f"world must be in [0, {sim.worlds - 1}], got {world}")
+        self.sim = sim
+        self.world = world
+        self.patches = patches
+        state = sim.get_state()
+        dynamic = [i for i, g in enumerate(sim.data.geometries) if g.kind != HALFSPACE]
+        points = state["position"][world, dynamic] if dynamic else np.zeros((1, 3))
+        self.center = points.mean(axis=0)
+        extent = max(float(np.ptp(points, axis=0).max()), 0.1)
+        radius = extent
+        for i in dynamic:
+            surface = sim.data.geometries[i].surface
+            if surface is not None:
+                radius = max(radius, float(np.linalg.norm(surface.vertices, axis=1).max()) * 4)
+        self.radius = radius
+        meshes = []  # (body index, vertices B, triangles, colours, group)
+        R0 = rotation_matrices(state["orientation"][world])
+        for i, g in enumerate(sim.data.geometries):
+            if g.kind == HALFSPACE:
+                floor = R0[i][2, 2] > 0.9  # its normal (body z) points up
+                v, t = _plane_tile((2.0 * radius + 0.5 * extent) if floor else 0.5 * radius)
+                meshes.append((i, v, t, np.tile(_GROUND_COLOR, (len(v), 1)), 0 if floor else 2))
+            elif g.surface is not None:
+                color = np.tile(_BODY_COLORS[i % len(_BODY_COLORS)], (len(v := g.surface.vertices), 1))
+                meshes.append((i, v, g.surface.triangles.astype(np.int32), color, 1 if g.compliant else 0))
+        # Draw calls: 0 rigid bodies and floors, solid; 1 compliant bodies, solid or, while
+        # patches are shown, a wireframe (the patches lie inside them); 2 other half-spaces
+        # (walls), always a wireframe so that they do not hide the scene.
+        self._groups = [_MeshGroup([m for m in meshes if m[4] == k]) for k in range(3)]
+        self._patch = _Buffer()
+        self.pressure_range = (0.0, 0.0)
+        self.polygons = 0
+        self.eye = self.camera_position()  # patches are lifted towards it (no z-fighting)
+
+    def camera_position(self, azimuth: float = -0.9, elevation: float = 0.45) -> np.ndarray:
+        d = 2.8 * self.radius
+        return self.center + d * np.array([np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)])
+
+    def _patch_mesh(self):
+        surfaces = self.sim.contact_surfaces(self.world)
+        verts, press, sizes = [], [], []
+        lift = 2e-3 * self.radius
+        for s in surfaces:
+            poly = s.polygons
+            for vertices, pressure in zip(poly.get("vertices", []), poly.get("vertex_pressure", [])):
+                v = np.asarray(vertices)
+                to_eye = self.eye - v
+                verts.append(v + lift * to_eye / np.linalg.norm(to_eye, axis=1, keepdims=True))
+                press.append(np.asarray(pressure))
+                sizes.append(len(vertices))
+        self.polygons = len(sizes)
+        if not sizes:
+            return None
+        v = np.concatenate(verts)
+        p = np.concatenate(press)
+        positive = p[p > 0]
+        self.pressure_range = (0.0, float(positive.max()) if positive.size else 0.0)
+        return v, pressure_colors(p, *self.pressure_range), fan_triangles(sizes)
+
+    def draw(self, scene, canvas) -> None:
+        state = self.sim.get_state()
+        for k, group in enumerate(self._groups):
+            group.draw(scene, state, self.world, wireframe=(k == 2 or (k == 1 and self.patches)))
+        if self.patches:
+            mesh = self._patch_mesh()
+            if mesh is not None:
+                v, c, t = mesh
+                self._patch.upload(v, c, t)
+                self._patch.draw(scene)
+        canvas.scene(scene)
+        if self.patches:
+            self._draw_colour_bar(canvas)
+
+    def _draw_colour_bar(self, canvas, steps: int = 16) -> None:
+        """A vertical colour bar at the right edge of the canvas (normalised coordinates)."""
+        x0, x1, y0, y1 = 0.95, 0.975, 0.2, 0.8
+        ys = np.linspace(y0, y1, steps + 1)
+        verts, cols, tris = [], [], []
+        for k in range(steps):
+            base = len(verts)
+            verts += [[x0, ys[k], 0], [x1, ys[k], 0], [x1, ys[k + 1], 0], [x0, ys[k + 1], 0]]
+            cols += [pressure_colors(np.array(k / steps), 0, 1)] * 2 + [pressure_colors(np.array((k + 1) / steps), 0, 1)] * 2
+            tris += [[base, base + 1, base + 2], [base, base + 2, base + 3]]
+        import taichi as ti
+
+        tri = np.array(tris)
+        v, c = np.array(verts)[tri].reshape(-1, 3), np.array(cols)[tri].reshape(-1, 3)
+        if not hasattr(self, "_bar_v"):
+            self._bar_v, self._bar_c = ti.Vector.field(2, ti.f32, len(v)), ti.Vector.field(3, ti.f32, len(v))
+            self._bar_v.from_numpy(v[:, :2].astype(np.float32))
+            self._bar_c.from_numpy(c.astype(np.float32))
+        canvas.triangles(self._bar_v, per_vertex_color=self._bar_c)
+
+    def overlay_lines(self, steps_per_s: float | None = None) -> list[str]:
+        stats = self.sim.solver_stats()
+        lines = [
+            f"t = {self.sim.time:.3f} s   world {self.world} of {self.sim.worlds}",
+            f"polygons {self.polygons}   solver iterations {int(stats['iterations'][self.world])}",
+        ]
+        if self.patches:
+            lines.append(f"pressure 0 .. {self.pressure_range[1]:.4g} Pa (colour bar)")
+        if steps_per_s is not None:
+            lines.append(f"{steps_per_s:.0f} steps/s")
+        return lines
+
+
+def _window(size, show: bool):
+    import taichi as ti
+
+    try:
+        return ti.ui.Window("taichi-hydro", size, show_window=show, vsync=False)
+    except Exception as exc:  # GGUI raises RuntimeError without a Vulkan driver
+        raise ViewerError(f"cannot open a GGUI window ({exc}); GGUI needs a Vulkan driver (e.g. apt install libvulkan1 mesa-vulkan-drivers)") from exc
+
+
+def _setup(window, renderer: Renderer, camera_xyz) -> tuple:
+    import taichi as ti
+
+    scene = window.get_scene()
+    camera = ti.ui.Camera()
+    camera.position(*camera_xyz)
+    camera.lookat(*renderer.center)
+    camera.up(0, 0, 1)
+    camera.fov(40)
+    return scene, camera
+
+
+def _light(scene, renderer: Renderer, camera) -> None:
+    scene.set_camera(camera)
+    scene.ambient_light((0.45, 0.45, 0.45))
+    scene.point_light(tuple(renderer.center + np.array([1.0, -1.5, 3.0]) * renderer.radius * 3), (0.9, 0.9, 0.9))
+
+
+def _image(window) -> np.ndarray:
+    """The window's last frame as (height, width, 3) uint8, top row first."""
+    img = window.get_image_buffer_as_numpy()  # (width, height, 4) float, bottom row first
+    rgb = np.clip(img[:, :, :3], 0, 1).transpose(1, 0, 2)[::-1]
+    return np.ascontiguousarray((rgb * 255 + 0.5).astype(np.uint8))
+
+
+def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, world: int = 0, size=(640, 480),
+           patches: bool = True, fps: int = 30) -> Path:
+    """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
+    each frame after the first, and write them to `path` (.png: the last frame; .gif; .mp4,
+    which needs imageio-ffmpeg). Returns the path."""
+    import imageio.v2 as imageio
+
+    path = Path(path)
+    if path.suffix.lower() not in _FORMATS:
+        raise ViewerError(f"--record {path}: unsupported format {path.suffix!r}; use one of {list(_FORMATS)}")
+    if frames < 1 or steps_per_frame < 0:
+        raise SceneError(f"frames must be >= 1 and steps_per_frame >= 0, got {frames}, {steps_per_frame}")
+    renderer = Renderer(sim, world, patches)
+    window = _window(size, show=False)
+    scene, camera = _setup(window, renderer, renderer.camera_position())
+    canvas = window.get_canvas()
+    images = []
+    for k in range(frames):
+        if k > 0 and steps_per_frame:
+            sim.step(steps_per_frame)
+        canvas.set_background_color((0.97, 0.97, 0.98))
+        _light(scene, renderer, camera)
+        renderer.draw(scene, canvas)
+        images.append(_image(window))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".png":
+        imageio.imwrite(path, images[-1])
+    elif path.suffix.lower() == ".gif":
+        imageio.mimsave(path, images, duration=1000 / fps, loop=0)
+    else:
+        try:
+            imageio.mimsave(path, images, fps=fps, macro_block_size=1)
+        except (ImportError, ValueError, RuntimeError) as exc:
+            raise ViewerError(f"cannot write {path}: {exc}; MP4 needs the imageio-ffmpeg package (or record .gif)") from exc
+    return path
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1) -> None:
+    """Live window. Keys: space pause/run, s single step, r reset, p patches on/off,
+    [ and ] previous/next world, Esc quit; right mouse drag orbits, WASDQE moves the camera."""
+    import taichi as ti
+
+    if not has_display():
+        raise ViewerError("no display (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4 to render offscreen")
+    renderer = Renderer(sim, world)
+    window = _window(size, show=True)
+    scene, camera = _setup(window, renderer, renderer.camera_position())
+    canvas = window.get_canvas()
+    gui = window.get_gui()
+    running = True
+    import time
+
+    rate, last = None, time.perf_counter()
+    while window.running:
+        for e in window.get_events(ti.ui.PRESS):
+            if e.key == ti.ui.ESCAPE:
+                window.running = False
+            elif e.key == ti.ui.SPACE:
+                running = not running
+            elif e.key == "s":
+                sim.step(1)
+            elif e.key == "r":
+                sim.reset()
+            elif e.key == "p":
+                renderer.patches = not renderer.patches
+            elif e.key in ("[", "]"):
+                renderer.world = (renderer.world + (1 if e.key == "]" else -1)) % sim.worlds
+        if running and steps_per_frame:
+            sim.step(steps_per_frame)
+            now = time.perf_counter()
+            rate, last = steps_per_frame / max(now - last, 1e-9), now
+        camera.track_user_inputs(window, movement_speed=0.01 * renderer.radius, hold_key=ti.ui.RMB)
+        renderer.eye = np.array(camera.curr_position)
+        canvas.set_background_color((0.97, 0.97, 0.98))
+        _light(scene, renderer, camera)
+        renderer.draw(scene, canvas)
+        with gui.sub_window("taichi-hydro", 0.01, 0.01, 0.36, 0.14):
+            for line in renderer.overlay_lines(rate):
+                gui.text(line)
+        window.show()

@@ -1,0 +1,78 @@
+"""Viewer: pure helpers, headless recording, and its errors."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import taichi_hydro as th
+from taichi_hydro import viewer
+
+from conftest import ROOT
+
+
+def test_pressure_colors_span_the_map():
+    c = viewer.pressure_colors(np.array([-5.0, 0.0, 50.0, 100.0, 1e9]), 0.0, 100.0)
+    np.testing.assert_allclose(c[0], c[1])  # clamped below
+    np.testing.assert_allclose(c[3], c[4])  # clamped above
+    assert c[1, 2] > c[1, 0] and c[3, 0] > c[3, 2]  # blue at zero, red at the top
+    assert np.all((c >= 0) & (c <= 1))
+    np.testing.assert_allclose(viewer.pressure_colors(np.array([3.0]), 1.0, 1.0), c[3:4])  # empty range: top colour
+
+
+def test_rotation_matrices_match_axis_angle():
+    angle = 0.7
+    q = np.array([np.cos(angle / 2), 0, 0, np.sin(angle / 2)])  # about z
+    R = viewer.rotation_matrices(q)
+    np.testing.assert_allclose(R @ [1, 0, 0], [np.cos(angle), np.sin(angle), 0], atol=1e-15)
+    rng = np.random.default_rng(1)
+    qs = rng.normal(size=(5, 4))
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    Rs = viewer.rotation_matrices(qs)
+    np.testing.assert_allclose(Rs @ Rs.transpose(0, 2, 1), np.broadcast_to(np.eye(3), (5, 3, 3)), atol=1e-12)
+    np.testing.assert_allclose(np.linalg.det(Rs), 1.0, atol=1e-12)
+
+
+def test_fan_and_flat_triangles():
+    tris = viewer.fan_triangles([3, 5])
+    np.testing.assert_array_equal(tris, [[0, 1, 2], [3, 4, 5], [3, 5, 6], [3, 6, 7]])
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], float)
+    fv, fc, fn = viewer.flat_triangles(v, np.eye(3), np.array([[0, 1, 2]]))
+    np.testing.assert_allclose(fn, [[0, 0, 1]] * 3)
+    np.testing.assert_allclose(fv, v)
+
+
+def test_record_png_shows_the_patch(arch, tmp_path):
+    """Headless: a compliant sphere pressed into the floor renders with its pressure patch
+    (pixels in the colour map's red/yellow range appear only when patches are drawn)."""
+    scene = th.load_scene(ROOT / "scenes" / "sphere_on_plane.toml")
+    warm = {}
+    for patches in (True, False):
+        sim = th.Simulator(scene)
+        try:
+            path = viewer.record(sim, tmp_path / f"p{patches}.png", frames=1, patches=patches, size=(320, 240))
+        except viewer.ViewerError as exc:
+            pytest.skip(f"no GGUI here: {exc}")
+        import imageio.v2 as imageio
+
+        img = imageio.imread(path).astype(int)
+        assert img.shape == (240, 320, 3)
+        # warm colours: red clearly above blue (the ground, bodies and background are grey/blue)
+        warm[patches] = int(np.count_nonzero((img[:, :-40, 0] - img[:, :-40, 2]) > 80))
+    assert warm[True] > 5 and warm[False] == 0
+
+
+def test_record_rejects_unknown_format(arch, tmp_path):
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "sphere_on_plane.toml"))
+    with pytest.raises(viewer.ViewerError, match="unsupported format '.bmp'"):
+        viewer.record(sim, tmp_path / "out.bmp")
+
+
+def test_view_without_display_says_so():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, "-m", "taichi_hydro.cli", "view", str(ROOT / "scenes" / "pile.toml")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2
+    assert "no display" in proc.stderr and "--record" in proc.stderr and "Traceback" not in proc.stderr
