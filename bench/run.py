@@ -259,6 +259,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="write the JSON lines here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worlds", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--max-worlds", type=int, help="dynamics: skip world counts above this")
+    p.add_argument("--append", action="store_true", help="add to --out instead of replacing it (one meta line per run)")
     args = p.parse_args(argv)
     suite_cases = registry.CONTACT_CASES if args.suite == "contact" else registry.DYNAMICS_CASES
     names = args.cases.split(",") if args.cases else [c.name for c in suite_cases]
@@ -273,7 +275,8 @@ def main(argv=None) -> int:
     # process, and Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET).
     jobs = [(name, None) for name in names]
     if args.suite == "dynamics":
-        jobs = [(name, w) for name in names for w in _worlds(registry.find_dynamics(name), args.quick)]
+        jobs = [(name, w) for name in names for w in _worlds(registry.find_dynamics(name), args.quick)
+                if args.max_worlds is None or w <= args.max_worlds]
     for arch in args.arch.split(","):
         for name, worlds in jobs:
             cmd = [sys.executable, "-m", "bench.run", args.suite, "--worker", "--arch", arch, "--cases", name]
@@ -284,17 +287,22 @@ def main(argv=None) -> int:
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
             if proc.returncode != 0:
                 print(f"{arch} {name} {worlds or ''}: worker failed\n{proc.stderr[-3000:]}", file=sys.stderr)
-            rows += [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+            new = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+            rows += new
+            if args.out:  # rows are kept as they come, so an interrupted run loses nothing
+                with open(str(args.out) + ".partial", "a") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in new)
     if args.drake:
         rows += (drake_contact if args.suite == "contact" else drake_dynamics)(names, args.quick)
     add_ratios(rows)
     meta = {"suite": args.suite, "machine": machine(), "unix_time": time.time(), "command": " ".join(["python -m bench.run", *(argv or sys.argv[1:])])}
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "w") as f:
+        with open(args.out, "a" if args.append else "w") as f:
             f.write(json.dumps({"meta": meta}) + "\n")
             for r in rows:
                 f.write(json.dumps(r) + "\n")
+        Path(str(args.out) + ".partial").unlink(missing_ok=True)
     print(markdown(rows) if args.suite == "contact" else markdown_dynamics(rows))
     return 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from dataclasses import dataclass
 
@@ -61,9 +60,8 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         debug=debug,
         log_level=ti.WARN if quiet else ti.INFO,
     )
-    path = cache_dir or os.environ.get("TI_OFFLINE_CACHE_FILE_PATH")
-    if path:
-        kwargs["offline_cache_file_path"] = path
+    if cache_dir:  # otherwise Taichi reads $TI_OFFLINE_CACHE_FILE_PATH itself
+        kwargs["offline_cache_file_path"] = cache_dir
     try:
         # ti.init prints "Starting on arch=..." on stdout: send it to stderr.
         with contextlib.redirect_stdout(sys.stderr if quiet else sys.stdout):
