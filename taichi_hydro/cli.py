@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--every", type=int, default=1, help="record every k-th step in --out (default 1)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
-    v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4 (needs imageio-ffmpeg)")
+    v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4")
     v.add_argument("--frames", type=int, default=120, help="frames to record (default 120)")
     v.add_argument("--world", type=int, default=0, help="world to show")
     v.add_argument("--worlds", type=int, default=1, help="copies of the scene stepped together")

@@ -7,7 +7,7 @@ Contact polygons come from Simulator.contact_surfaces(world), fan-triangulated a
 by vertex pressure on a fixed colour map, lifted a little along their normal so that they show
 through the surfaces they lie on. Headless recording renders with
 ti.ui.Window(show_window=False) (Mesa's Vulkan driver is enough, no display needed) and writes
-PNG (last frame), GIF or MP4 (needs imageio-ffmpeg) through imageio."""
+PNG (last frame), GIF or MP4 (imageio with its ffmpeg plugin) through imageio."""
 
 from __future__ import annotations
 

@@ -76,3 +76,19 @@ def test_view_without_display_says_so():
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2
     assert "no display" in proc.stderr and "--record" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_record_mp4(arch, tmp_path):
+    """Video through imageio's ffmpeg plugin (a dependency): frames of the requested size."""
+    import imageio.v2 as imageio
+
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "ball_drop.toml"))
+    try:
+        path = viewer.record(sim, tmp_path / "drop.mp4", frames=4, steps_per_frame=10, size=(160, 120))
+    except viewer.ViewerError as exc:
+        if "GGUI" in str(exc):
+            pytest.skip(f"no GGUI here: {exc}")
+        raise
+    frames = imageio.mimread(path)
+    assert len(frames) == 4 and frames[0].shape[:2] == (120, 160)
+    assert sim.step_count == 30
