@@ -77,14 +77,18 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
     return case.worlds[:2] if quick else case.worlds
 
 
-def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None) -> None:
+def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     The first run (compilation or cache load, pool growth) is timed apart as compile_s; the
     simulator is then reset and the same interval timed again. Stage times come from
     profile_stages() over 20 further steps (one launch at a time with a sync after each, so
-    they add up to more than a step takes in the timed run)."""
+    they add up to more than a step takes in the timed run). schedule overrides the scene's
+    solver schedule ("world" or "contact"; default: the backend's)."""
+    import dataclasses
+
     import taichi_hydro as th
+    from taichi_hydro.memory import device_bytes
 
     th.init(arch)
     device = describe(arch)
@@ -92,7 +96,10 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
         case = registry.find_dynamics(name)
         steps = min(case.steps, 20) if quick else case.steps
         for worlds in [only_worlds] if only_worlds else _worlds(case, quick):
-            sim = th.Simulator(case.scene(), worlds=worlds)
+            scene = case.scene()
+            if schedule:
+                scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, schedule=schedule))
+            sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
             sim.step(steps)
             sim.world_status()
@@ -123,28 +130,43 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
                 "diverged_worlds": diverged,
                 "solver": f"{sim.method}/{sim.schedule}",
+                "pool_capacities": list(sim.collision.caps.as_tuple()),
+                "device_bytes_per_world": device_bytes(sim) / worlds,
             }
             print(json.dumps(row), flush=True)
 
 
-def drake_dynamics(names: list[str], quick: bool) -> list[dict]:
-    """Drake's discrete plant (Lagged and SAP, one thread) over the same interval."""
+def _drake_steps_wall(name: str, approximation: str, steps: int) -> float:
+    """Wall time [s] of `steps` Drake steps of a dynamics case (run in a worker process)."""
+    from .drake_scene import build, simulate
+
+    scene = registry.find_dynamics(name).scene()
+    return simulate(build(scene, time_step=scene.dt, approximation=approximation), steps)
+
+
+def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[dict]:
+    """Drake's discrete plant (Lagged and SAP) over the same interval: one world per process,
+    `processes` processes at once (one per core: Drake's CPU throughput for a batch of worlds).
+    world_steps_per_s = processes * steps / (the slowest process's simulate() time)."""
     try:
-        from .drake_scene import build, simulate
+        from . import drake_scene  # noqa: F401
     except ImportError as exc:
         print(f"drake unavailable ({exc}); skipping the Drake baseline", file=sys.stderr)
         return []
+    from concurrent.futures import ProcessPoolExecutor
     from importlib.metadata import version
 
     rows = []
     for name in names:
         case = registry.find_dynamics(name)
         steps = min(case.steps, 20) if quick else case.steps
-        scene = case.scene()
         for approximation in ("lagged", "sap"):
-            ds = build(scene, time_step=scene.dt, approximation=approximation)
             try:
-                wall = simulate(ds, steps)
+                if processes == 1:
+                    wall = _drake_steps_wall(name, approximation, steps)
+                else:
+                    with ProcessPoolExecutor(processes) as pool:
+                        wall = max(pool.map(_drake_steps_wall, [name] * processes, [approximation] * processes, [steps] * processes))
                 failed = None
             except RuntimeError as exc:  # Drake's solvers can fail to converge
                 wall, failed = float("nan"), str(exc).splitlines()[0][:200]
@@ -152,14 +174,14 @@ def drake_dynamics(names: list[str], quick: bool) -> list[dict]:
                 "suite": "dynamics",
                 "case": name,
                 "arch": f"drake-{approximation}",
-                "device": f"{describe('cpu')} (1 thread)",
+                "device": f"{describe('cpu')} ({processes} process{'es' if processes > 1 else ''}, 1 thread each)",
                 "drake_version": version("drake"),
-                "worlds": 1,
-                "bodies": len(scene.bodies),
-                "dt": scene.dt,
+                "worlds": processes,
+                "bodies": len(case.scene().bodies),
+                "dt": case.scene().dt,
                 "steps": steps,
                 "wall_s": wall,
-                "world_steps_per_s": steps / wall,
+                "world_steps_per_s": processes * steps / wall,
                 **({"error": failed} if failed else {}),
             })
     return rows
@@ -258,8 +280,12 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a few points only (smoke test)")
     p.add_argument("--out", help="write the JSON lines here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--worlds", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--worker-worlds", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--worlds", help="dynamics: comma-separated world counts (default: each case's own list)")
     p.add_argument("--max-worlds", type=int, help="dynamics: skip world counts above this")
+    p.add_argument("--schedule", choices=["world", "contact"], help="dynamics: solver schedule (default: the backend's)")
+    p.add_argument("--drake-processes", type=int, default=1,
+                   help="dynamics: run Drake in this many processes at once (one per core) and report their total world-steps/s")
     p.add_argument("--append", action="store_true", help="add to --out instead of replacing it (one meta line per run)")
     args = p.parse_args(argv)
     suite_cases = registry.CONTACT_CASES if args.suite == "contact" else registry.DYNAMICS_CASES
@@ -268,20 +294,23 @@ def main(argv=None) -> int:
         if args.suite == "contact":
             contact_worker(args.arch, names, args.quick)
         else:
-            dynamics_worker(args.arch, names, args.quick, args.worlds)
+            dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule)
         return 0
     rows: list[dict] = []
     # One worker process per case (and per world count for dynamics): Taichi has one backend per
     # process, and Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET).
     jobs = [(name, None) for name in names]
     if args.suite == "dynamics":
-        jobs = [(name, w) for name in names for w in _worlds(registry.find_dynamics(name), args.quick)
+        wanted = [int(w) for w in args.worlds.split(",")] if args.worlds else None
+        jobs = [(name, w) for name in names for w in (wanted or _worlds(registry.find_dynamics(name), args.quick))
                 if args.max_worlds is None or w <= args.max_worlds]
     for arch in args.arch.split(","):
         for name, worlds in jobs:
             cmd = [sys.executable, "-m", "bench.run", args.suite, "--worker", "--arch", arch, "--cases", name]
             if worlds is not None:
-                cmd += ["--worlds", str(worlds)]
+                cmd += ["--worker-worlds", str(worlds)]
+            if args.schedule:
+                cmd += ["--schedule", args.schedule]
             if args.quick:
                 cmd.append("--quick")
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -293,7 +322,7 @@ def main(argv=None) -> int:
                 with open(str(args.out) + ".partial", "a") as f:
                     f.writelines(json.dumps(r) + "\n" for r in new)
     if args.drake:
-        rows += (drake_contact if args.suite == "contact" else drake_dynamics)(names, args.quick)
+        rows += drake_contact(names, args.quick) if args.suite == "contact" else drake_dynamics(names, args.quick, args.drake_processes)
     add_ratios(rows)
     meta = {"suite": args.suite, "machine": machine(), "unix_time": time.time(), "command": " ".join(["python -m bench.run", *(argv or sys.argv[1:])])}
     if args.out:

@@ -188,3 +188,16 @@ def test_surface_validation_names_the_problem():
     doubled = np.vstack([box.triangles, box.triangles[:2]])
     with pytest.raises(MeshError, match="non-manifold"):
         TriMesh(box.vertices, doubled).validate()
+
+
+def test_device_bytes_counts_each_array_once(arch):
+    import taichi as ti
+
+    from taichi_hydro.memory import device_bytes, ndarray_bytes
+
+    vec = ti.ndarray(ti.math.vec3, (10, 2))
+    mat = ti.ndarray(ti.types.matrix(4, 3, ti.f32), 5)
+    ints = ti.ndarray(ti.i32, 7)
+    assert (ndarray_bytes(vec), ndarray_bytes(mat), ndarray_bytes(ints)) == (10 * 2 * 3 * 4, 5 * 12 * 4, 7 * 4)
+    holder = {"a": vec, "again": vec, "nested": [mat, (ints,)]}
+    assert device_bytes(holder) == 240 + 240 + 28
