@@ -272,7 +272,7 @@ def markdown_dynamics(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="taichi-hydro bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("suite", choices=["contact", "dynamics"])
     p.add_argument("--arch", default="cpu", help="comma-separated: cpu,vulkan,cuda")
     p.add_argument("--cases", help="comma-separated case names (default: all of the suite)")
@@ -290,6 +290,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     suite_cases = registry.CONTACT_CASES if args.suite == "contact" else registry.DYNAMICS_CASES
     names = args.cases.split(",") if args.cases else [c.name for c in suite_cases]
+    unknown = [n for n in names if n not in {c.name for c in suite_cases}]
+    if unknown:
+        p.error(f"unknown case(s) {unknown} for the {args.suite} suite; cases: {[c.name for c in suite_cases]}")
     if args.worker:
         if args.suite == "contact":
             contact_worker(args.arch, names, args.quick)

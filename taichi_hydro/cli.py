@@ -1,4 +1,5 @@
-"""Command line: `taichi-hydro contact SCENE [--arch A] [--json]` (CONTRACT.md).
+"""Command line (CONTRACT.md): `taichi-hydro contact|run|view SCENE ...` and
+`taichi-hydro bench SUITE ...` (the benchmark runner of the checkout).
 
 Errors are reported in one line on stderr with exit status 2; no traceback reaches the user
 unless --debug is given."""
@@ -44,7 +45,29 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--steps-per-frame", type=int, default=None, help="time steps between frames (default: 1/30 s)")
     v.add_argument("--no-patches", action="store_true", help="do not draw the contact patches")
     v.add_argument("--size", type=int, nargs=2, default=(640, 480), metavar=("W", "H"), help="image size in pixels")
+    b = sub.add_parser("bench", help="benchmarks (source checkout): the options of python -m bench.run, e.g. "
+                       "`taichi-hydro bench dynamics --arch cpu,cuda --cases box_stack --worlds 1,64,4096 --drake --out r.json`",
+                       add_help=False)
+    b.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments of python -m bench.run (try --help)")
+    b.set_defaults(debug=False)
     return parser
+
+
+def _bench(args) -> int:
+    """Forward to bench/run.py of the checkout this package was installed from (pip install -e)."""
+    from pathlib import Path
+
+    from taichi_hydro.errors import HydroError
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "bench" / "run.py").is_file():
+        raise HydroError(f"the benchmarks live in the source checkout (bench/ beside taichi_hydro/), not found under {root}: "
+                         "install with `pip install -e .` from a clone")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from bench.run import main as bench_main
+
+    return bench_main(args.bench_args)
 
 
 def _view(args) -> int:
@@ -185,9 +208,13 @@ def _run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # every later argument (--help too) belongs to the bench runner
+        args = argparse.Namespace(command="bench", bench_args=argv[1:], debug=False)
+    else:
+        args = _parser().parse_args(argv)
     try:
-        return {"contact": _contact, "run": _run, "view": _view}[args.command](args)
+        return {"contact": _contact, "run": _run, "view": _view, "bench": _bench}[args.command](args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

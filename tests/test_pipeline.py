@@ -111,3 +111,16 @@ def test_cli_errors_are_one_line_without_traceback(arch, tmp_path, args, fragmen
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and fragment in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_bench_forwards_to_the_runner(arch, tmp_path):
+    out = tmp_path / "bench.json"
+    r = cli("bench", "dynamics", "--arch", arch, "--cases", "pile_1", "--worlds", "2", "--quick", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "meta" in rows[0] and rows[0]["meta"]["command"].endswith(str(out))
+    (row,) = rows[1:]
+    assert (row["case"], row["arch"], row["worlds"], row["diverged_worlds"]) == ("pile_1", arch, 2, 0)
+    assert row["world_steps_per_s"] > 0 and row["device_bytes_per_world"] > 0
+    bad = cli("bench", "dynamics", "--cases", "nope")
+    assert bad.returncode == 2 and "unknown case(s) ['nope']" in bad.stderr
