@@ -30,7 +30,8 @@ _state: dict = {"arch": None, "precision": None, "launch_budget": None, "launche
 LAUNCH_BUDGET = 24000
 
 
-def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True) -> str:
+def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
+         profiler: bool = False) -> str:
     """Start Taichi on `arch` ("cpu", "vulkan" or "cuda"). Raises BackendError if that backend
     is not available; never falls back to another one. Calling init again with the same
     arguments is a no-op; with different ones it restarts Taichi (every Simulator made before
@@ -38,7 +39,8 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
 
     precision: "f32" (default, every backend) or "f64" (cpu and cuda; Vulkan has no f64
     transcendentals). cache_dir: Taichi offline-cache folder (default $TI_OFFLINE_CACHE_FILE_PATH
-    or Taichi's own). Returns the arch name."""
+    or Taichi's own). profiler: Taichi's kernel profiler (device time per kernel, see
+    bench/profile_kernels.py). Returns the arch name."""
     import taichi as ti
 
     if arch not in ARCHES:
@@ -47,7 +49,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         raise BackendError(f"unknown precision {precision!r}; choose 'f32' or 'f64'")
     if precision == "f64" and arch == "vulkan":
         raise BackendError("precision 'f64' is not available on vulkan; use 'f32'")
-    if _state["arch"] == arch and _state["precision"] == precision:
+    if _state["arch"] == arch and _state["precision"] == precision and _state.get("profiler", False) == profiler:
         return arch
     if _state["arch"] is not None:
         ti.reset()
@@ -58,6 +60,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         default_ip=ti.i32,
         offline_cache=True,
         debug=debug,
+        kernel_profiler=profiler,
         log_level=ti.WARN if quiet else ti.INFO,
     )
     if cache_dir:  # otherwise Taichi reads $TI_OFFLINE_CACHE_FILE_PATH itself
@@ -75,7 +78,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         ti.reset()
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi started on {got} instead of {arch!r}")
-    _state.update(arch=arch, precision=precision, launch_budget=None)  # launches: per process, kept
+    _state.update(arch=arch, precision=precision, profiler=profiler, launch_budget=None)  # launches: per process, kept
     if arch == "vulkan":
         _probe_loop_atomics()
         from .vulkan_info import vulkan_devices

@@ -1,0 +1,47 @@
+"""Device time per Taichi kernel over a run of a dynamics case (Taichi's kernel profiler).
+
+    python -m bench.profile_kernels --arch cuda --case box_stack --worlds 16384 --steps 20
+
+Runs the case once to grow the pools and compile, clears the profiler, runs `steps` more steps
+one kernel at a time (no compute graph) and prints Taichi's table, sorted by total time."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import cases as registry
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.profile_kernels", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--arch", default="cpu")
+    p.add_argument("--case", default="box_stack")
+    p.add_argument("--worlds", type=int, default=1)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--schedule", choices=["world", "contact"])
+    args = p.parse_args(argv)
+    import dataclasses
+
+    import taichi as ti
+
+    import taichi_hydro as th
+
+    th.init(args.arch, profiler=True)
+    case = registry.find_dynamics(args.case)
+    scene = case.scene()
+    if args.schedule:
+        scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, schedule=args.schedule))
+    sim = th.Simulator(scene, worlds=args.worlds, graph=False)
+    sim.step(case.steps // 2)  # into contact, pools grown, kernels compiled
+    sim.world_status()
+    ti.profiler.clear_kernel_profiler_info()
+    sim.step(args.steps)
+    sim.world_status()
+    print(f"{args.case}, {args.worlds} worlds, {args.steps} steps, arch {args.arch}, schedule {sim.schedule}:")
+    ti.profiler.print_kernel_profiler_info("count")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
