@@ -87,7 +87,9 @@ class Collision:
     """Owns the per-step broad/narrow phase arrays for `worlds` worlds of `model`.
 
     use_graph: dispatch the pass as one Taichi compute graph (see plan.Plan). world_status:
-    the (worlds,) i32 array that marks diverged worlds (skipped); a zero one by default."""
+    the (worlds,) i32 array that marks diverged worlds (skipped); a zero one by default.
+    geom_scale: pressure scale per (world, geometry), leading dimension 1 or worlds (the
+    model's shared ones by default; set_geom_scale replaces it)."""
 
     def __init__(self, model: DeviceModel, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
                  use_graph: bool = True, world_status=None):
@@ -101,6 +103,7 @@ class Collision:
             world_status = ti.ndarray(ti.i32, W)
             world_status.fill(0)
         self.world_status = world_status
+        self.geom_scale = model.geom_scale
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(bp.box3, (W, P))
         self.geom_region = ti.ndarray(bp.box3, (W, G))
@@ -157,10 +160,10 @@ class Collision:
                 "hash_elem_geom", "geom_i", "pair_table", "pair_i", "pair_active", "inv_cell", "cand",
             )
             plan.add(np_.clip_candidates, "counts", "cand", "body_p", "body_q", "geom_i", "pair_i", "tet_X_G", "tet_p", "tet_grad_G",
-                     "tri_X_G", "tri_n_G", "merge_rel", *POOL_ARGS)
+                     "tri_X_G", "tri_n_G", "geom_scale", "merge_rel", *POOL_ARGS)
         if m.plane_task_count > 0:
             plan.add(np_.clip_planar, "counts", "plane_task", "plane_task_count", "pair_active", "body_p", "body_q", "geom_i", "geom_f",
-                     "pair_i", "tet_X_G", "tet_p", "tet_grad_G", "tri_X_G", "tri_n_G", "merge_rel", *POOL_ARGS)
+                     "pair_i", "tet_X_G", "tet_p", "tet_grad_G", "tri_X_G", "tri_n_G", "geom_scale", "merge_rel", *POOL_ARGS)
         return plan
 
     def _args(self) -> dict:
@@ -168,7 +171,8 @@ class Collision:
         m = self.model
         args = {name: getattr(m, name) for name in MODEL_ARGS}
         args.update(
-            counts=self.counts, world_status=self.world_status, pair_active=self.pair_active, pair_box=self.pair_box, geom_region=self.geom_region,
+            counts=self.counts, world_status=self.world_status, geom_scale=self.geom_scale,
+            pair_active=self.pair_active, pair_box=self.pair_box, geom_region=self.geom_region,
             act_we=self.act_we, act_box=self.act_box, ent_key=self.ent_key, ent_act=self.ent_act, ent_bucket=self.ent_bucket,
             sorted_ent=self.sorted_ent, bucket_start=self.bucket_start, bucket_cursor=self.bucket_cursor,
             scan_scratch=self.scan_scratch, cand=self.cand, inv_cell=float(self.inv_cell), hash_count=int(m.hash_elem_count),
@@ -177,6 +181,12 @@ class Collision:
         )
         args.update(zip(POOL_ARGS, self.pool.arrays()))
         return args
+
+    def set_geom_scale(self, geom_scale) -> None:
+        """Use `geom_scale` ((1 or worlds, geometries) float ndarray, E_world / E_scene) from
+        the next pass on."""
+        self.geom_scale = geom_scale
+        self.args["geom_scale"] = geom_scale
 
     def _pass(self, body_p, body_q):
         self.args["body_p"], self.args["body_q"] = body_p, body_q

@@ -120,7 +120,7 @@ def assemble_contacts(
     poly_slot: nd(dtype=ti.i32, ndim=1),
     world_start: nd(dtype=ti.i32, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
-    pair_f: nd(dtype=vec4, ndim=1),
+    pair_f: nd(dtype=vec4, ndim=2),
     body_p: nd(dtype=vec3, ndim=2),
     body_q: nd(dtype=vec4, ndim=2),
     body_com_B: nd(dtype=vec3, ndim=1),
@@ -159,7 +159,7 @@ def assemble_contacts(
             g = series_gradient(g8[2], g8[3])
             stiffness = g * g8[0]
             phi0 = -g8[1] / g
-            mat = pair_f[pair]
+            mat = pair_f[w % pair_f.shape[0], pair]
             tau = mat[2] + mat[1] * ti.max(-phi0, 0.0)
             wm = w % body_inv_mass.shape[0]
             Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], ra, frame)
@@ -204,7 +204,7 @@ def finalize_contacts(
     c_ra: nd(dtype=vec3, ndim=1),
     c_rb: nd(dtype=vec3, ndim=1),
     c_model: nd(dtype=vec4, ndim=1),
-    pair_f: nd(dtype=vec4, ndim=1),
+    pair_f: nd(dtype=vec4, ndim=2),
     pair_scale: nd(dtype=float, ndim=2),
     pair_weight: nd(dtype=float, ndim=2),
     pair_impulse: nd(dtype=vec3, ndim=2),
@@ -254,5 +254,5 @@ def finalize_contacts(
             found, impulse = lookup(c_key[c], table_key, table_val, table_occ)
             if found == 0 and pair_weight[w, pair] > 0.0:
                 impulse = (ti.max(model[3], 0.0) / pair_weight[w, pair]) * pair_impulse[w, pair]
-            gamma = project_cone(frame @ impulse, pair_f[pair][0])
+            gamma = project_cone(frame @ impulse, pair_f[w % pair_f.shape[0], pair][0])
         c_gamma[c] = gamma

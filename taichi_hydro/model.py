@@ -53,8 +53,9 @@ class ModelData:
     hash_elem_geom (H,): geometry of each hashed element.
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
       output normal points from the lower body index to the higher), lower body, higher body.
-    pair_f (P, 4): friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s] (Drake's combination
-      rules: mu = 2 mu_a mu_b / (mu_a + mu_b), d weighted by the moduli, tau = tau_a + tau_b).
+    pair_f (P, 4): friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s], 0 (unused) (Drake's
+      combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b), d weighted by the moduli,
+      tau = tau_a + tau_b; see combine_pair_parameters).
     pair_table (G, G): pair id of a hashed pair or -1.
     geom_pair_start (G+1,), geom_pair_list (...): hashed pairs of each geometry (CSR).
     plane_task (K, 2): (pair, element index within the mesh geometry) for every planar pair.
@@ -181,14 +182,13 @@ def build_model(scene: Scene) -> ModelData:
             ptype, swapped = kind
             ra, rb = (b, a) if swapped else (a, b)
             pairs.append([ra, rb, ptype, int(swapped), a, b, 0, 0])
-            pair_f.append([
-                _combine_friction(ba.contact.friction, bb.contact.friction),
-                _combine_dissipation(geoms[a], ba, geoms[b], bb),
-                ba.contact.relaxation_time + bb.contact.relaxation_time,
-                0.0,
-            ])
+            pair_f.append(ba.contact.relaxation_time + bb.contact.relaxation_time)
     pair_i = np.array(pairs, dtype=np.int32).reshape(-1, 8)
-    pair_f = np.array(pair_f, dtype=np.float64).reshape(-1, 4)
+    friction = np.array([b.contact.friction for b in scene.bodies], dtype=np.float64)
+    dissipation = np.array([b.contact.dissipation for b in scene.bodies], dtype=np.float64)
+    modulus = np.array([g.modulus if g.compliant else np.nan for g in geoms], dtype=np.float64)
+    pair_tau = np.array(pair_f, dtype=np.float64)
+    pair_f = combine_pair_parameters(pair_i, pair_tau, friction[None], dissipation[None], modulus[None])[0]
 
     # Hashed pairs and the elements they hash.
     pair_table = -np.ones((G, G), dtype=np.int32)
@@ -263,21 +263,27 @@ def build_model(scene: Scene) -> ModelData:
     )
 
 
-def _combine_friction(mu_a: float, mu_b: float) -> float:
-    """mu = 2 mu_a mu_b / (mu_a + mu_b) (Drake), 0 when both are 0."""
-    return 0.0 if mu_a + mu_b == 0 else 2.0 * mu_a * mu_b / (mu_a + mu_b)
-
-
-def _combine_dissipation(ga: Geometry, ba, gb: Geometry, bb) -> float:
-    """Hunt-Crossley d weighted by the other side's modulus (Drake): the compliant side's d when
-    the other is rigid, d = (E_b d_a + E_a d_b) / (E_a + E_b) otherwise."""
-    da, db = ba.contact.dissipation, bb.contact.dissipation
-    if not ga.compliant:
-        return db
-    if not gb.compliant:
-        return da
-    ea, eb = ga.modulus, gb.modulus
-    return (eb * da + ea * db) / (ea + eb)
+def combine_pair_parameters(pair_i: np.ndarray, pair_tau: np.ndarray, friction: np.ndarray, dissipation: np.ndarray,
+                            modulus: np.ndarray) -> np.ndarray:
+    """pair_f rows (N, P, 4) of N worlds from per-body values (N, B): friction mu [-],
+    Hunt-Crossley d [s/m] and modulus E [Pa] (NaN for a rigid geometry; geometry g belongs to
+    body g); pair_tau (P,) Kelvin-Voigt tau [s], the same in every world. Drake's rules:
+    mu = 2 mu_a mu_b / (mu_a + mu_b) (0 when both are 0); d = the compliant side's d when the
+    other is rigid, (E_b d_a + E_a d_b) / (E_a + E_b) otherwise."""
+    a, b = pair_i[:, P_BODY_LO], pair_i[:, P_BODY_HI]
+    out = np.zeros((friction.shape[0], len(pair_i), 4), dtype=np.float64)
+    if len(pair_i) == 0:
+        return out
+    mu_a, mu_b = friction[:, a], friction[:, b]
+    total = mu_a + mu_b
+    out[..., 0] = np.where(total == 0, 0.0, 2.0 * mu_a * mu_b / np.where(total == 0, 1.0, total))
+    da, db, ea, eb = dissipation[:, a], dissipation[:, b], modulus[:, a], modulus[:, b]
+    rigid_a, rigid_b = np.isnan(ea), np.isnan(eb)
+    with np.errstate(invalid="ignore"):
+        both = (eb * da + ea * db) / (ea + eb)
+    out[..., 1] = np.where(rigid_a, db, np.where(rigid_b, da, both))
+    out[..., 2] = pair_tau
+    return out
 
 
 def _upload(dtype, array: np.ndarray, min_len: int = 1):
@@ -298,7 +304,10 @@ def _float_np():
 
 
 class DeviceModel:
-    """Model arrays on the device (ti.ndarray), same names and meaning as ModelData."""
+    """Model arrays on the device (ti.ndarray), same names and meaning as ModelData, except the
+    parameters a world may change (Simulator.set_parameters), which have a leading dimension of
+    1 here (shared by all worlds): pair_f (1, P), body_inv_mass (1, B) [1/kg],
+    body_inv_inertia_B (1, B) [1/(kg m^2)] and geom_scale (1, G) (pressure scale, 1)."""
 
     def __init__(self, data: ModelData):
         from .backend import require_init
@@ -317,7 +326,11 @@ class DeviceModel:
         self.geom_box_G = _upload(ti.types.matrix(2, 3, float), data.geom_box_G)
         self.hash_elem_geom = _upload(ti.i32, data.hash_elem_geom)
         self.pair_i = _upload(ivec8, data.pair_i)
-        self.pair_f = _upload(vec4, data.pair_f)
+        P = len(data.pair_i)
+        # Per-world parameters have a leading dimension of 1 (shared) or the world count.
+        self.pair_f = ti.ndarray(vec4, (1, max(P, 1)))
+        if P:
+            self.pair_f.from_numpy(data.pair_f[None].astype(_float_np()))
         G = len(data.geom_i)
         self.pair_table = ti.ndarray(ti.i32, shape=(G, G))
         self.pair_table.from_numpy(data.pair_table)
@@ -331,11 +344,13 @@ class DeviceModel:
         inv_inertia = np.zeros_like(data.body_inertia_B)
         dynamic = data.body_mass > 0
         inv_inertia[dynamic] = np.linalg.inv(data.body_inertia_B[dynamic])
-        # Per-world parameters have a leading dimension of 1 (shared) or the world count.
         self.body_inv_mass = ti.ndarray(float, (1, B))
         self.body_inv_mass.from_numpy(inv_mass[None].astype(_float_np()))
         self.body_inv_inertia_B = ti.ndarray(ti.math.mat3, (1, B))
         self.body_inv_inertia_B.from_numpy(inv_inertia[None].astype(_float_np()))
+        # Pressure scale of each geometry (E_world / E_scene; see Simulator.set_parameters).
+        self.geom_scale = ti.ndarray(float, (1, G))
+        self.geom_scale.from_numpy(np.ones((1, G), dtype=_float_np()))
         self.body_count = B
         self.hash_elem_count = len(data.hash_elem_geom)
         self.plane_task_count = len(data.plane_task)

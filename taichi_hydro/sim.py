@@ -7,6 +7,7 @@ import time
 import numpy as np
 import taichi as ti
 
+from . import batch
 from . import contacts as ct
 from . import integrator as ig
 from . import solver as sv
@@ -30,6 +31,17 @@ class Simulator:
     State per world (shape (worlds, bodies, ...)): body_p_WB [m], body_q_WB (w, x, y, z),
     body_v_WB [m/s], body_w_WB [rad/s], all in the world frame, for the body frame origin as
     the scene places it.
+
+    Per-world physical parameters (set_parameters, sample_parameters, parameters): body mass
+    [kg], friction [-], Hunt-Crossley dissipation [s/m], hydroelastic modulus [Pa] and gravity
+    [m/s^2] may differ from world to world; a world then behaves as a one-world simulation of
+    the scene with its values (to float32 round-off). They start at the scene's values and
+    persist across reset(), which restores state only (reset_parameters restores them).
+
+    Partial resets: reset(worlds, state) puts selected worlds back to the initial state (or a
+    given one) on the device and leaves the others untouched bit for bit. time and step_count
+    are global (steps since the last full reset); world_steps() counts per world the steps
+    since that world's last reset (episode lengths).
 
     capacities / max_capacity: initial pool sizes and the size no pool may grow past
     (collision.Capacities). graph: run each stage as one Taichi compute graph (faster launches;
@@ -69,6 +81,7 @@ class Simulator:
             raise SceneError(f"{scene.source}: [solver] method gauss_seidel needs schedule \"world\"")
         self.dt = scene.dt
         self._allocate_dynamics()
+        self._init_parameters()
         self.reset()
 
     def _allocate_dynamics(self) -> None:
@@ -82,8 +95,6 @@ class Simulator:
         self.body_inv_inertia_W = ti.ndarray(mat3, (W, B))
         self.body_force = ti.ndarray(vec3, (W, B))
         self.body_torque = ti.ndarray(vec3, (W, B))
-        self.gravity = ti.ndarray(vec3, 1)
-        self.gravity.from_numpy(np.array([self.scene.gravity], dtype=self._float()))
         self.world_stats = ti.ndarray(vec4, W)
         self.world_residual = ti.ndarray(float, W)
         self.world_start = ti.ndarray(ti.i32, W + 1)
@@ -96,10 +107,30 @@ class Simulator:
         self.max_counts = ti.ndarray(ti.i32, 8)
         self.stat_sums = ti.ndarray(float, 8)
         self._snapshot = {k: ti.ndarray(ndarray_dtype(v), v.shape) for k, v in self._state_arrays().items()}
+        self.world_row = ti.ndarray(ti.i32, W)
+        self._initial = self._initial_state()
         self._rows_capacity = -1
         self._step_plan = None
         self.time = 0.0
         self.step_count = 0
+        self._world_steps = np.zeros(W, dtype=np.int64)
+
+    def _initial_state(self) -> dict:
+        """The scene's initial state as one-row device arrays (1, B), the staging rows of reset."""
+        b = self.scene.bodies
+        out = {}
+        for (name, width), rows in zip(batch.STATE_FIELDS, ([x.p_WB for x in b], [x.q_WB for x in b], [x.v_WB for x in b],
+                                                           [x.w_WB for x in b])):
+            v = batch.checked_state(name, [rows], width, np.zeros(1, dtype=int), self.body_names, "scene")
+            out[name] = self._upload_rows(v)
+        return out
+
+    def _upload_rows(self, v: np.ndarray):
+        """A new (n, B) vec3/vec4 ndarray holding v (n, B, 3|4), in the device float type."""
+        arr = ti.ndarray(ti.types.vector(v.shape[2], float), v.shape[:2])
+        spend_launches(1)
+        arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+        return arr
 
     def _state_arrays(self) -> dict:
         return {"body_p": self.body_p_WB, "body_q": self.body_q_WB, "body_v": self.body_v_WB, "body_w": self.body_w_WB,
@@ -112,47 +143,163 @@ class Simulator:
     def _float(self):
         return np.float64 if current_precision() == "f64" else np.float32
 
-    def reset(self) -> None:
-        """Every world back to the scene's initial state (time 0, no diverged world, no warm
-        start, controls zero)."""
-        b = self.scene.bodies
-        for arr in (self.pair_impulse, self.world_status_array, self.body_force, self.body_torque, self.stat_sums):
-            arr.fill(0)
-        self.time = 0.0
-        self.step_count = 0
-        tile = lambda rows: np.broadcast_to(np.array(rows, dtype=np.float64), (self.worlds, *np.shape(rows)))  # noqa: E731
-        self.set_state(
-            position=tile([x.p_WB for x in b]),
-            orientation=tile([x.q_WB for x in b]),
-            velocity=tile([x.v_WB for x in b]),
-            angular_velocity=tile([x.w_WB for x in b]),
-        )
+    def reset(self, worlds=None, state: dict | None = None) -> None:
+        """Put worlds back to the scene's initial state, or to `state`, on the device.
+
+        worlds: None (every world), a boolean mask of shape (worlds,), a world index or an array
+        of distinct indices. state: None, or a dict with any of the keys position (n, B, 3) [m],
+        orientation (n, B, 4) (w, x, y, z; normalised), velocity (n, B, 3) [m/s],
+        angular_velocity (n, B, 3) [rad/s] (world frame, body frame origin; row i for the i-th
+        selected world, in the order given, ascending for a mask); missing keys take the scene's
+        initial values. Only the selected rows are uploaded.
+
+        A reset world also loses its controls (set_control), its warm start (pair impulses and
+        stored per-polygon impulses: its next step starts cold, like a fresh simulator), its
+        divergence flag and solver statistics, and its world_steps() count; every other world
+        is untouched bit for bit. Per-world parameters persist (reset_parameters restores
+        them). With worlds=None the global clock also restarts: time, step_count and
+        step_totals() go to 0. Raises SceneError for a bad selection or state."""
+        selected = batch.select_worlds(worlds, self.worlds)
+        stage = self._stage_state(state, selected)
+        if len(selected) == 0:
+            return
+        rows = np.full(self.worlds, -1, dtype=np.int32)
+        rows[selected] = np.arange(len(selected), dtype=np.int32)
+        spend_launches(2)
+        self.world_row.from_numpy(rows)
+        batch.reset_worlds(self.world_row, stage["position"], stage["orientation"], stage["velocity"], stage["angular_velocity"],
+                           self.body_p_WB, self.body_q_WB, self.body_v_WB, self.body_w_WB, self.body_force, self.body_torque,
+                           self.pair_impulse, self.world_status_array, self.world_stats)
+        if self._rows_capacity >= 0:
+            spend_launches(1)
+            ws.forget_worlds(self.world_row, self.table_key, self.table_occ)
+        self._world_steps[selected] = 0
+        if worlds is None:
+            spend_launches(1)
+            self.stat_sums.fill(0)
+            self.time = 0.0
+            self.step_count = 0
+
+    def _stage_state(self, state: dict | None, selected: np.ndarray) -> dict:
+        """Staging arrays of reset: the given rows (n, B) uploaded, the scene's (1, B) otherwise."""
+        state = {} if state is None else state
+        keys = [name for name, _ in batch.STATE_FIELDS]
+        if not isinstance(state, dict):
+            raise SceneError(f"reset: state must be a dict with keys {keys}, got {type(state).__name__}")
+        unknown = sorted(set(state) - set(keys))
+        if unknown:
+            raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
+        checked = {name: batch.checked_state(name, state[name], width, selected, self.body_names, "reset")
+                   for name, width in batch.STATE_FIELDS if name in state}
+        if len(selected) == 0:
+            return {}
+        return {name: self._upload_rows(checked[name]) if name in checked else self._initial[name] for name in keys}
+
+    def world_steps(self) -> np.ndarray:
+        """(worlds,) int64: steps each world has taken since its last reset (a diverged world is
+        frozen but still counts)."""
+        return self._world_steps.copy()
 
     def set_state(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
         """Overwrite state arrays of shape (worlds, bodies, 3) or (worlds, bodies, 4) [SI,
         world frame]; orientations are normalised. Non-finite values raise SceneError."""
-        B = len(self.scene.bodies)
-        for name, value, arr, width in (
-            ("position", position, self.body_p_WB, 3),
-            ("orientation", orientation, self.body_q_WB, 4),
-            ("velocity", velocity, self.body_v_WB, 3),
-            ("angular_velocity", angular_velocity, self.body_w_WB, 3),
-        ):
+        every = np.arange(self.worlds)
+        for (name, width), value, arr in zip(batch.STATE_FIELDS, (position, orientation, velocity, angular_velocity),
+                                             (self.body_p_WB, self.body_q_WB, self.body_v_WB, self.body_w_WB)):
             if value is None:
                 continue
-            v = np.asarray(value, dtype=np.float64)
-            if v.shape != (self.worlds, B, width):
-                raise SceneError(f"{name} must have shape {(self.worlds, B, width)}, got {v.shape}")
-            if not np.all(np.isfinite(v)):
-                w, b = np.argwhere(~np.isfinite(v))[0][:2]
-                raise SceneError(f"{name} of body '{self.scene.bodies[b].name}' in world {w} is not finite: {v[w, b].tolist()}")
-            if width == 4:
-                norm = np.linalg.norm(v, axis=2, keepdims=True)
-                if np.any(norm < 1e-12):
-                    raise SceneError(f"{name}: a quaternion has zero norm")
-                v = v / norm
+            v = batch.checked_state(name, value, width, every, self.body_names, "set_state")
             spend_launches(1)
             arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+
+    # ----------------------------------------------------------------------------- parameters
+
+    def _init_parameters(self) -> None:
+        """The scene's parameters; device arrays shared by all worlds until set_parameters."""
+        m = self.model
+        self._params = batch.scene_parameters(self.data, self.worlds)
+        self.body_inv_mass = m.body_inv_mass
+        self.body_inv_inertia_B = m.body_inv_inertia_B
+        self.pair_f = m.pair_f
+        self.gravity = ti.ndarray(ti.math.vec3, 1)
+        spend_launches(1)
+        self.gravity.from_numpy(np.array([self.scene.gravity], dtype=self._float()))
+        self._per_world: set[str] = set()
+
+    def _upload_parameter(self, name: str, dtype, shape: tuple, values: np.ndarray) -> None:
+        """Upload `values` into the per-world array `name` of element type `dtype` and shape
+        `shape` (leading dimension: worlds), allocated on first use in place of the shared one."""
+        if name not in self._per_world:
+            setattr(self, name, ti.ndarray(dtype, shape))
+            self._per_world.add(name)
+        spend_launches(1)
+        getattr(self, name).from_numpy(np.ascontiguousarray(values, dtype=self._float()))
+
+    def set_parameters(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
+        """Per-world physical parameters, each optional (None keeps the current values):
+
+        mass [kg]: of dynamic bodies; inertia scales in proportion (same density
+          distribution, I = I_scene m / m_scene) and the centre of mass does not move.
+        friction [-]: Coulomb coefficient of each body, combined per pair as the scene does
+          (mu = 2 mu_a mu_b / (mu_a + mu_b)).
+        modulus [Pa]: hydroelastic modulus E of compliant bodies; scales the body's pressure
+          field by E / E_scene in that world (a slab's E/H too).
+        dissipation [s/m]: Hunt-Crossley d of each body, combined per pair as the scene does
+          (the compliant side's d against a rigid body, else weighted by the moduli).
+        gravity [m/s^2]: shape (3,) (every world) or (worlds, 3).
+
+        Body parameters take a scalar (every body it applies to, every world), a (bodies,) row
+        (every world) or a (worlds, bodies) array, bodies in scene order. A parameter that does
+        not apply to a body (the mass of a static or kinematic body, the modulus of a rigid
+        one) must be NaN there (parameters() reports NaN). Every value is checked before any is
+        applied: a wrong shape or a non-finite, negative (or zero mass or modulus) value raises
+        SceneError naming the parameter, body, world and value. Persist across reset()."""
+        parsed = {name: batch.parse_body_parameter(name, value, self.data, self.worlds)
+                  for name, value in (("mass", mass), ("friction", friction), ("dissipation", dissipation), ("modulus", modulus))
+                  if value is not None}
+        g = batch.parse_gravity(gravity, self.worlds) if gravity is not None else None
+        W, B = self.worlds, self.data.body_count
+        for name, value in parsed.items():
+            setattr(self._params, name, value)
+        if g is not None:
+            self._params.gravity = g
+            self._upload_parameter("gravity", ti.math.vec3, (W,), g)
+        if "mass" in parsed:
+            inv_mass, inv_inertia = batch.inverse_mass_inertia(self.data, self._params.mass)
+            self._upload_parameter("body_inv_mass", float, (W, B), inv_mass)
+            self._upload_parameter("body_inv_inertia_B", ti.math.mat3, (W, B), inv_inertia)
+        if {"friction", "dissipation", "modulus"} & set(parsed) and self.data.pair_count:
+            pair_f = batch.pair_parameters(self.data, self._params)
+            self._upload_parameter("pair_f", ti.math.vec4, (W, self.data.pair_count), pair_f)
+        if "modulus" in parsed:
+            scale = batch.pressure_scale(self.data, self._params.modulus)
+            self._upload_parameter("geom_scale", float, (W, self.model.geom_count), scale)
+            self.collision.set_geom_scale(self.geom_scale)
+
+    def sample_parameters(self, seed: int, **ranges) -> dict[str, np.ndarray]:
+        """Draw per-world parameters uniformly and apply them (set_parameters); returns the
+        applied arrays (keyed as set_parameters takes them) so they can be logged. Keys (each
+        a (low, high) pair): mass, modulus: factor of the scene's value, drawn per (world,
+        body); friction [-], dissipation [s/m]: absolute, per (world, body); gravity_x,
+        gravity_y, gravity_z [m/s^2]: absolute, per world (components not given keep the
+        scene's value). Deterministic for a seed; each key has its own random stream, so a
+        key's draws do not depend on the other keys given. Example:
+        sim.sample_parameters(0, mass=(0.8, 1.2), friction=(0.3, 0.6), gravity_z=(-10, -9.6))."""
+        values = batch.sample_values(seed, ranges, self.data, self.worlds)
+        self.set_parameters(**values)
+        return values
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Current per-world values (copies): mass, friction, dissipation, modulus (worlds,
+        bodies) [kg, -, s/m, Pa; NaN where a parameter does not apply], gravity (worlds, 3)
+        [m/s^2]."""
+        return self._params.as_dict()
+
+    def reset_parameters(self) -> None:
+        """Every world back to the scene's parameters."""
+        scene = batch.scene_parameters(self.data, self.worlds)
+        self.set_parameters(mass=scene.mass, friction=scene.friction, dissipation=scene.dissipation, modulus=scene.modulus,
+                            gravity=scene.gravity)
 
     def get_state(self) -> dict[str, np.ndarray]:
         """Host copies (float64) of the state arrays, keyed as in set_state."""
@@ -207,8 +354,8 @@ class Simulator:
         args = dict(self.collision.args)
         args.update(
             body_p=self.body_p_WB, body_q=self.body_q_WB, body_v=self.body_v_WB, body_w=self.body_w_WB,
-            body_kind=m.body_kind, body_com_B=m.body_com_B, body_inv_mass=m.body_inv_mass, body_inv_inertia_B=m.body_inv_inertia_B,
-            pair_f=m.pair_f, gravity=self.gravity, body_force=self.body_force, body_torque=self.body_torque,
+            body_kind=m.body_kind, body_com_B=m.body_com_B, body_inv_mass=self.body_inv_mass,
+            body_inv_inertia_B=self.body_inv_inertia_B, pair_f=self.pair_f, gravity=self.gravity, body_force=self.body_force, body_torque=self.body_torque,
             body_vc=self.body_vc, body_wc=self.body_wc, body_dv=self.body_dv, body_dw=self.body_dw,
             body_inv_inertia_W=self.body_inv_inertia_W, world_status=self.world_status_array, world_stats=self.world_stats,
             world_residual=self.world_residual, world_start=self.world_start, world_cursor=self.world_cursor,
@@ -297,6 +444,7 @@ class Simulator:
                 self.stat_sums.from_numpy(sums_before)
             done += chunk
             self.step_count += chunk
+            self._world_steps += chunk
             self.time += chunk * self.dt
 
     def profile_stages(self, steps: int = 1) -> dict[str, float]:
@@ -325,6 +473,7 @@ class Simulator:
         if self.collision.overflow(self.max_counts.to_numpy()) is not None:
             raise CapacityError("profile_stages: a pool overflowed; call step() first so the pools grow")
         self.step_count += steps
+        self._world_steps += steps
         self.time += steps * self.dt
         return {name: t / steps for name, t in totals.items()}
 
@@ -337,25 +486,32 @@ class Simulator:
             v = np.asarray(value, dtype=np.float64)
             if v.shape != (self.worlds, len(self.scene.bodies), 3) or not np.all(np.isfinite(v)):
                 raise SceneError(f"{name} must be a finite array of shape {(self.worlds, len(self.scene.bodies), 3)}")
+            spend_launches(1)
             arr.from_numpy(v.astype(self._float()))
 
     def world_status(self) -> np.ndarray:
         """Per world: 0 running, 1 diverged (non-finite or absurd velocities; frozen)."""
+        spend_launches(1)
         return self.world_status_array.to_numpy()
 
     def solver_stats(self) -> dict[str, np.ndarray]:
         """Last step, per world: solver iterations, final residual [m/s], contact count."""
+        spend_launches(1)
         s = self.world_stats.to_numpy()
         return {"iterations": s[:, 0].astype(int), "residual": s[:, 1], "contacts": s[:, 2].astype(int)}
 
     def step_totals(self) -> dict[str, float]:
         """Sums since reset: steps, polygons (all worlds), contacts, solver iterations."""
+        spend_launches(1)
         s = self.stat_sums.to_numpy()
         return {"steps": float(s[0]), "polygons": float(s[1]), "contacts": float(s[2]), "iterations": float(s[3])}
 
     def contact_forces(self, world: int = 0) -> dict[tuple[str, str], np.ndarray]:
         """Mean contact force over the last step between each body pair in contact, on the pair's
         second body (scene order) from the first: total solved impulse / dt [N], world frame."""
+        if not 0 <= world < self.worlds:
+            raise SceneError(f"world must be in [0, {self.worlds}), got {world}")
+        spend_launches(1)
         impulse = self.pair_impulse.to_numpy()[world].astype(np.float64)
         out = {}
         for p in range(self.data.pair_count):

@@ -75,7 +75,7 @@ def solve_world_serial(
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
     c_delta: nd(dtype=vec3, ndim=1),
-    pair_f: nd(dtype=vec4, ndim=1),
+    pair_f: nd(dtype=vec4, ndim=2),
     body_vc: nd(dtype=vec3, ndim=2),
     body_w: nd(dtype=vec3, ndim=2),
     body_inv_mass: nd(dtype=float, ndim=2),
@@ -118,7 +118,7 @@ def solve_world_serial(
                     vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
                     reg = c_reg[c]
                     g_old = c_gamma[c]
-                    g_new = contact_update(g_old, vc, reg, pair_f[ids[3]][0], omega, coulomb)
+                    g_new = contact_update(g_old, vc, reg, pair_f[w % pair_f.shape[0], ids[3]][0], omega, coulomb)
                     c_gamma[c] = g_new
                     residual = ti.max(residual, velocity_change(g_new - g_old, reg))
                     if gauss_seidel == 1:
@@ -172,7 +172,7 @@ def jacobi_contacts(
     c_rb: nd(dtype=vec3, ndim=1),
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
-    pair_f: nd(dtype=vec4, ndim=1),
+    pair_f: nd(dtype=vec4, ndim=2),
     body_vc: nd(dtype=vec3, ndim=2),
     body_w: nd(dtype=vec3, ndim=2),
     body_dv: nd(dtype=vec3, ndim=2),
@@ -195,7 +195,7 @@ def jacobi_contacts(
             vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
             reg = c_reg[c]
             g_old = c_gamma[c]
-            g_new = contact_update(g_old, vc, reg, pair_f[ids[3]][0], omega, coulomb)
+            g_new = contact_update(g_old, vc, reg, pair_f[w % pair_f.shape[0], ids[3]][0], omega, coulomb)
             c_gamma[c] = g_new
             impulse = c_frame[c].transpose() @ (g_new - g_old)
             body_dv[w, a] -= body_inv_mass[wm, a] * impulse

@@ -5,7 +5,9 @@ A polygon keeps its key while the same two elements overlap (elements are fixed 
 frames), so a sliding or spinning patch starts each solve from last step's impulses, friction
 directions included. The table stores impulses in the world frame. Slots are claimed with an
 atomic increment (no compare-and-swap needed); the table is cleared after the lookups of a
-step and refilled after its solve."""
+step and refilled after its solve. Between two steps it holds the last step's impulses:
+Simulator.reset hides those of the worlds it resets (forget_worlds), so a reset world starts
+cold, like a fresh simulator."""
 
 import taichi as ti
 
@@ -78,3 +80,18 @@ def store_impulses(
                 table_val[s] = c_frame[c].transpose() @ c_gamma[c]
                 break
             s = (s + 1) & mask
+
+
+@ti.kernel
+def forget_worlds(world_row: nd(dtype=ti.i32, ndim=1), table_key: nd(dtype=ivec4, ndim=1), table_occ: nd(dtype=ti.i32, ndim=1)):
+    """Hides the stored impulses of every world w with world_row[w] >= 0 (reset worlds): their
+    keys get world -1, which no lookup asks for. The slots stay occupied so that the probe
+    chains of the other worlds' keys are unbroken; clear_table frees them at the next step."""
+    for s in table_occ:
+        if table_occ[s] != 0:
+            key = table_key[s]
+            w = key[0]
+            if w >= 0 and w < world_row.shape[0]:
+                if world_row[w] >= 0:
+                    key[0] = -1
+                    table_key[s] = key

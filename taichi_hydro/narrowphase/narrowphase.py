@@ -11,7 +11,12 @@ Pool columns: poly_i = (world, pair, element of a, element of b); poly_g = (area
 pressure at the centroid p0 [Pa], gA [Pa/m], gB [Pa/m], |grad pA| [Pa/m], |grad pB| [Pa/m], 0, 0)
 with g = |grad p| = inf on a rigid side;
 poly_c centroid in W [m]; poly_n unit normal in W; poly_nv vertex count; poly_v vertices in W
-[m]; poly_vp pressure at each vertex [Pa]."""
+[m]; poly_vp pressure at each vertex [Pa].
+
+Per-world moduli: geom_scale[w % geom_scale.shape[0], g] = E_world / E_scene multiplies the
+pressure field of geometry g in world w (its vertex pressures and gradients, or a slab's E/H)
+wherever it is read here. The field is proportional to E, so this is the field of the scene
+built with E_world; every pressure downstream (p0, gA, gB, vertex pressures) comes from here."""
 
 import taichi as ti
 
@@ -156,6 +161,7 @@ def clip_candidates(
     tet_grad_G: nd(dtype=vec3, ndim=1),
     tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
     tri_n_G: nd(dtype=vec3, ndim=1),
+    geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,
     poly_i: nd(dtype=ivec4, ndim=1),
     poly_g: nd(dtype=vec8, ndim=1),
@@ -176,12 +182,15 @@ def clip_candidates(
         Rb, pb = quat_to_mat(body_q[w, bb]), body_p[w, bb]
         ta = geom_i[ga][G_POOL_START] + la
         ib = geom_i[gb][G_POOL_START] + lb
+        ws = w % geom_scale.shape[0]
+        sa = geom_scale[ws, ga]
         if pr[P_TYPE] == PairType.TET_TET:
-            tet_tet(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], tet_p[ta], tet_grad_G[ta],
-                    tet_X_G[ib], tet_p[ib], tet_grad_G[ib], merge_rel, counts,
+            sb = geom_scale[ws, gb]
+            tet_tet(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
+                    tet_X_G[ib], sb * tet_p[ib], sb * tet_grad_G[ib], merge_rel, counts,
                     poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
         else:
-            tet_tri(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], tet_p[ta], tet_grad_G[ta],
+            tet_tri(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
                     tri_X_G[ib], tri_n_G[ib], merge_rel, counts,
                     poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
 
@@ -202,6 +211,7 @@ def clip_planar(
     tet_grad_G: nd(dtype=vec3, ndim=1),
     tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
     tri_n_G: nd(dtype=vec3, ndim=1),
+    geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,
     poly_i: nd(dtype=ivec4, ndim=1),
     poly_g: nd(dtype=vec8, ndim=1),
@@ -229,6 +239,8 @@ def clip_planar(
             Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
             n_plane = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
             idx = geom_i[mesh][G_POOL_START] + e
+            ws = w % geom_scale.shape[0]
+            s_mesh, s_half = geom_scale[ws, mesh], geom_scale[ws, half]
             if t == PairType.SLAB_TRI:
                 X = tri_X_G[idx]
                 origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
@@ -237,7 +249,7 @@ def clip_planar(
                 for v in ti.static(range(3)):
                     set_row(poly, v, Rm @ vec3(X[v, 0], X[v, 1], X[v, 2]) + (pm - origin))
                 n_tri = Rm @ tri_n_G[idx]
-                slab = geom_f[half][1]  # E/H
+                slab = s_half * geom_f[half][1]  # E/H
                 grad_a = -slab * n_plane
                 # No gradient-angle filter here (Drake has one): the slab's field is linear
                 # everywhere, and keeping every submerged face makes the force exact buoyancy.
@@ -249,11 +261,11 @@ def clip_planar(
                          (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
             else:
                 X = tet_X_G[idx]
-                Pa = tet_p[idx]
+                Pa = s_mesh * tet_p[idx]
                 origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
                 a0, a1, a2, a3 = tet_local(X, Rm, pm - origin)
                 d_plane = n_plane.dot(body_p[w, bh] - origin)
-                grad_a = Rm @ tet_grad_G[idx]
+                grad_a = Rm @ (s_mesh * tet_grad_G[idx])
                 size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
                 if t == PairType.TET_PLANE:
                     poly, count = clip.slice_tet(a0, a1, a2, a3, n_plane, d_plane)
@@ -262,7 +274,7 @@ def clip_planar(
                         emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, INF, flip,
                              (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
                 else:
-                    slab = geom_f[half][1]
+                    slab = s_half * geom_f[half][1]
                     poly, count, n = clip.tet_slab_polygon(a0, a1, a2, a3, grad_a, Pa[0], n_plane, d_plane, slab)
                     if count >= 3:
                         emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), slab, flip,
