@@ -10,6 +10,7 @@ import taichi as ti
 from . import batch
 from . import contacts as ct
 from . import integrator as ig
+from . import interop
 from . import solver as sv
 from . import warmstart as ws
 from .backend import current_arch, current_precision, require_init, spend_launches
@@ -202,15 +203,35 @@ class Simulator:
 
     def set_state(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
         """Overwrite state arrays of shape (worlds, bodies, 3) or (worlds, bodies, 4) [SI,
-        world frame]; orientations are normalised. Non-finite values raise SceneError."""
+        world frame]; orientations are normalised. Non-finite values raise SceneError.
+
+        Each value is array-like (copied from the host) or a torch tensor on the device the
+        backend reads in place (cuda tensors with "cuda", cpu tensors otherwise): then one
+        kernel copies it on the device and checks it there (no host copy of the state)."""
         every = np.arange(self.worlds)
         for (name, width), value, arr in zip(batch.STATE_FIELDS, (position, orientation, velocity, angular_velocity),
                                              (self.body_p_WB, self.body_q_WB, self.body_v_WB, self.body_w_WB)):
             if value is None:
                 continue
+            if interop.is_tensor(value):
+                self._rows_from_tensor(name, value, arr, width, normalise=width == 4)
+                continue
             v = batch.checked_state(name, value, width, every, self.body_names, "set_state")
             spend_launches(1)
             arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+
+    def _rows_from_tensor(self, name: str, value, arr, width: int, normalise: bool = False) -> None:
+        """arr[w, b] = value[w, b, :] on the device; a non-finite row (or a zero quaternion)
+        raises SceneError naming the world and body, and leaves that row unchanged."""
+        B = len(self.scene.bodies)
+        interop.check_tensor_shape(name, value, (self.worlds, B, width))
+        bad = np.array([0, np.iinfo(np.int32).max], dtype=np.int32)
+        spend_launches(2)
+        if interop.rows_from_external(value.contiguous(), arr, width, normalise, bad) > 0:
+            w, b = divmod(int(bad[1]), B)
+            row = value[w, b].detach().cpu().tolist()
+            raise SceneError(f"{name} of body '{self.scene.bodies[b].name}' in world {w} is not finite"
+                             f"{' or has zero norm' if normalise else ''}: {row} ({int(bad[0])} such rows; the others were written)")
 
     # ----------------------------------------------------------------------------- parameters
 
@@ -301,15 +322,24 @@ class Simulator:
         self.set_parameters(mass=scene.mass, friction=scene.friction, dissipation=scene.dissipation, modulus=scene.modulus,
                             gravity=scene.gravity)
 
-    def get_state(self) -> dict[str, np.ndarray]:
-        """Host copies (float64) of the state arrays, keyed as in set_state."""
-        spend_launches(4)
-        return {
-            "position": self.body_p_WB.to_numpy().astype(np.float64),
-            "orientation": self.body_q_WB.to_numpy().astype(np.float64),
-            "velocity": self.body_v_WB.to_numpy().astype(np.float64),
-            "angular_velocity": self.body_w_WB.to_numpy().astype(np.float64),
-        }
+    def get_state(self, as_torch: bool = False) -> dict:
+        """The state arrays, keyed as in set_state: host copies (float64 NumPy), or with
+        as_torch=True new float32 torch tensors on the backend's torch device ("cuda" for the
+        cuda backend, else "cpu") filled by one device kernel each, with no trip through the
+        host on cuda (torch is an optional dependency)."""
+        fields = {"position": self.body_p_WB, "orientation": self.body_q_WB, "velocity": self.body_v_WB,
+                  "angular_velocity": self.body_w_WB}
+        spend_launches(len(fields))
+        if as_torch:
+            torch = interop.torch_module()
+            out = {}
+            for name, arr in fields.items():
+                t = torch.empty((*arr.shape, arr.n), dtype=torch.float32 if self._float() == np.float32 else torch.float64,
+                                device=interop.torch_device())
+                interop.rows_to_external(arr, t, arr.n)
+                out[name] = t
+            return out
+        return {name: arr.to_numpy().astype(np.float64) for name, arr in fields.items()}
 
     def collide(self) -> np.ndarray:
         """Compute the contact polygons of every world at the current poses (the collision
@@ -479,9 +509,13 @@ class Simulator:
 
     def set_control(self, force=None, torque=None) -> None:
         """External force [N] and torque [N m] on each body, at its centre of mass, world frame,
-        shape (worlds, bodies, 3); they act on dynamic bodies at every step until changed."""
+        shape (worlds, bodies, 3); they act on dynamic bodies at every step until changed.
+        Array-like values are copied from the host, torch tensors on the device (see set_state)."""
         for name, value, arr in (("force", force, self.body_force), ("torque", torque, self.body_torque)):
             if value is None:
+                continue
+            if interop.is_tensor(value):
+                self._rows_from_tensor(name, value, arr, 3)
                 continue
             v = np.asarray(value, dtype=np.float64)
             if v.shape != (self.worlds, len(self.scene.bodies), 3) or not np.all(np.isfinite(v)):

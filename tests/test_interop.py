@@ -1,0 +1,83 @@
+"""State exchange with external arrays: the device copy kernels (with NumPy arrays, always)
+and the torch tensor paths of get_state / set_state / set_control (skipped without torch)."""
+
+import numpy as np
+import pytest
+import taichi as ti
+
+import taichi_hydro as th
+from taichi_hydro.interop import rows_from_external, rows_to_external
+from conftest import ball, ground, scene
+
+
+def test_rows_round_trip_and_bad_rows_are_counted_and_kept(arch):
+    arr = ti.ndarray(ti.math.vec4, (2, 3))
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4) + 1.0
+    bad = np.array([0, np.iinfo(np.int32).max], dtype=np.int32)
+    assert rows_from_external(values, arr, 4, False, bad) == 0
+    out = np.zeros_like(values)
+    rows_to_external(arr, out, 4)
+    np.testing.assert_array_equal(out, values)
+    broken = np.ones((2, 3, 4), dtype=np.float32)
+    broken[1, 1, 2] = np.nan
+    broken[0, 2] = 0.0  # a zero quaternion cannot be normalised
+    bad = np.array([0, np.iinfo(np.int32).max], dtype=np.int32)
+    assert rows_from_external(broken, arr, 4, True, bad) == 2
+    assert bad[1] == 0 * 3 + 2  # the first bad row, flattened (world 0, body 2)
+    got = arr.to_numpy()
+    np.testing.assert_array_equal(got[1, 1], values[1, 1])  # bad rows keep their old value
+    np.testing.assert_array_equal(got[0, 2], values[0, 2])
+    np.testing.assert_allclose(got[0, 0], np.full(4, 0.5), rtol=1e-6)  # normalised
+
+
+@pytest.fixture
+def torch_sim(arch):
+    torch = pytest.importorskip("torch")
+    if arch == "cuda" and not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA here")
+    return torch, th.Simulator(scene(ground(), ball("ball", z=0.2)), worlds=3)
+
+
+def test_get_state_as_torch_matches_numpy(torch_sim):
+    torch, sim = torch_sim
+    sim.step(5)
+    host = sim.get_state()
+    tensors = sim.get_state(as_torch=True)
+    for name, value in host.items():
+        t = tensors[name]
+        assert t.device.type == ("cuda" if th.current_arch() == "cuda" else "cpu")
+        np.testing.assert_array_equal(t.cpu().numpy(), value.astype(np.float32))
+
+
+def test_set_state_and_control_from_torch_equal_numpy(torch_sim):
+    torch, sim = torch_sim
+    dev = "cuda" if th.current_arch() == "cuda" else "cpu"
+    state = sim.get_state()
+    state["position"][:, 1, 2] += np.array([0.0, 0.01, 0.02])
+    state["orientation"][:, 1] = [2.0, 0.0, 0.0, 0.0]  # normalised on the way in
+    force = np.zeros((3, 2, 3))
+    force[:, 1, 0] = [0.0, 1.0, 2.0]
+    sim.set_state(**{k: torch.tensor(v, dtype=torch.float32, device=dev) for k, v in state.items()})
+    sim.set_control(force=torch.tensor(force, dtype=torch.float32, device=dev))
+    sim.step(10)
+    via_torch = sim.get_state()
+    sim.reset()
+    sim.set_state(**state)
+    sim.set_control(force=force)
+    sim.step(10)
+    np.testing.assert_array_equal(sim.get_state()["position"], via_torch["position"])
+
+
+def test_torch_inputs_are_checked(torch_sim):
+    torch, sim = torch_sim
+    dev = "cuda" if th.current_arch() == "cuda" else "cpu"
+    before = sim.get_state()["velocity"]
+    bad = torch.zeros((3, 2, 3), device=dev)
+    bad[2, 1, 0] = float("nan")
+    with pytest.raises(th.SceneError, match=r"velocity of body 'ball' in world 2 is not finite"):
+        sim.set_state(velocity=bad)
+    np.testing.assert_array_equal(sim.get_state()["velocity"][2, 1], before[2, 1])
+    with pytest.raises(th.SceneError, match=r"force must have shape \(3, 2, 3\), got \(3, 2\)"):
+        sim.set_control(force=torch.zeros((3, 2), device=dev))
+    with pytest.raises(th.SceneError, match="zero norm"):
+        sim.set_state(orientation=torch.zeros((3, 2, 4), device=dev))
