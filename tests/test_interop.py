@@ -35,7 +35,7 @@ def torch_sim(arch):
     torch = pytest.importorskip("torch")
     if arch == "cuda" and not torch.cuda.is_available():
         pytest.skip("torch has no CUDA here")
-    return torch, th.Simulator(scene(ground(), ball("ball", z=0.2)), worlds=3)
+    return torch, th.Simulator(scene([ground(), ball("ball", z=0.2)]), worlds=3)
 
 
 def test_get_state_as_torch_matches_numpy(torch_sim):
