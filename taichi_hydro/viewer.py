@@ -20,7 +20,7 @@ import numpy as np
 from .errors import HydroError, SceneError
 from .geometry.build import HALFSPACE
 
-__all__ = ["ViewerError", "record", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
+__all__ = ["ViewerError", "Viewer", "NullViewer", "record", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
 
 # Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
 _MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
@@ -279,6 +279,49 @@ def _image(window) -> np.ndarray:
     return np.ascontiguousarray((rgb * 255 + 0.5).astype(np.uint8))
 
 
+class Viewer:
+    """Offscreen renderer of a Simulator for notebooks and logging (GGUI through the Vulkan
+    driver; no display needed):
+
+        frame = Viewer(sim).render(world=0)     # (height, width, 3) uint8, top row first
+
+    Each render draws the simulator's current state (bodies, and the contact patches of that
+    world coloured by pressure when `patches`). Raises ViewerError without a Vulkan driver."""
+
+    def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True):
+        self.sim = sim
+        self.size = tuple(size)
+        self.renderer = Renderer(sim, world, patches)
+        self.window = _window(self.size, show=False)
+        self.scene, self.camera = _setup(self.window, self.renderer, self.renderer.camera_position())
+        self.canvas = self.window.get_canvas()
+
+    def render(self, world: int | None = None) -> np.ndarray:
+        """The current state of `world` (default: the last one drawn) as an RGB image."""
+        if world is not None:
+            if not 0 <= world < self.sim.worlds:
+                raise SceneError(f"world must be in [0, {self.sim.worlds - 1}], got {world}")
+            self.renderer.world = world
+        self.canvas.set_background_color((0.97, 0.97, 0.98))
+        _light(self.scene, self.renderer, self.camera)
+        self.renderer.draw(self.scene, self.canvas)
+        return _image(self.window)
+
+
+class NullViewer:
+    """The Viewer interface without rendering (training runs, machines without Vulkan):
+    render() returns a black image of the requested size and costs nothing on the device."""
+
+    def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True):
+        self.sim = sim
+        self.size = tuple(size)
+
+    def render(self, world: int | None = None) -> np.ndarray:
+        if world is not None and not 0 <= world < self.sim.worlds:
+            raise SceneError(f"world must be in [0, {self.sim.worlds - 1}], got {world}")
+        return np.zeros((self.size[1], self.size[0], 3), dtype=np.uint8)
+
+
 def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, world: int = 0, size=(640, 480),
            patches: bool = True, fps: int = 30) -> Path:
     """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
@@ -291,18 +334,12 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
         raise ViewerError(f"--record {path}: unsupported format {path.suffix!r}; use one of {list(_FORMATS)}")
     if frames < 1 or steps_per_frame < 0:
         raise SceneError(f"frames must be >= 1 and steps_per_frame >= 0, got {frames}, {steps_per_frame}")
-    renderer = Renderer(sim, world, patches)
-    window = _window(size, show=False)
-    scene, camera = _setup(window, renderer, renderer.camera_position())
-    canvas = window.get_canvas()
+    offscreen = Viewer(sim, world, size, patches)
     images = []
     for k in range(frames):
         if k > 0 and steps_per_frame:
             sim.step(steps_per_frame)
-        canvas.set_background_color((0.97, 0.97, 0.98))
-        _light(scene, renderer, camera)
-        renderer.draw(scene, canvas)
-        images.append(_image(window))
+        images.append(offscreen.render())
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".png":
         imageio.imwrite(path, images[-1])

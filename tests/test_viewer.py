@@ -92,3 +92,28 @@ def test_record_mp4(arch, tmp_path):
     frames = imageio.mimread(path)
     assert len(frames) == 4 and frames[0].shape[:2] == (120, 160)
     assert sim.step_count == 30
+
+
+def test_viewer_render_shows_the_falling_body_and_the_chosen_world(arch):
+    """Viewer(sim).render(world): frames of a falling ball change as it falls, and a world whose
+    ball starts elsewhere renders differently; the null viewer keeps the interface."""
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "ball_drop.toml"), worlds=2)
+    state = sim.get_state()
+    state["position"][1, 1, 0] += 0.1  # world 1: the ball 10 cm to the side
+    sim.set_state(position=state["position"])
+    try:
+        v = viewer.Viewer(sim, size=(160, 120))
+    except viewer.ViewerError as exc:
+        pytest.skip(f"no GGUI here: {exc}")
+    first = v.render(world=0).astype(int)
+    other = v.render(world=1).astype(int)
+    sim.step(150)  # 0.15 s: the ball falls 11 cm
+    later = v.render(world=0).astype(int)
+    assert first.shape == (120, 160, 3)
+    changed = lambda a, b: int(np.count_nonzero(np.abs(a - b).sum(axis=2) > 30))  # noqa: E731
+    assert changed(first, later) > 50 and changed(first, other) > 50
+    assert changed(later, v.render(world=0).astype(int)) == 0  # same state, same picture
+    with pytest.raises(th.SceneError, match=r"world must be in \[0, 1\], got 2"):
+        v.render(world=2)
+    null = viewer.NullViewer(sim, size=(160, 120))
+    assert null.render(world=1).shape == (120, 160, 3)
