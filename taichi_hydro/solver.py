@@ -105,10 +105,12 @@ def solve_world_serial(
                     a, b = ids[1], ids[2]
                     impulse = c_frame[c].transpose() @ c_delta[c]
                     # Plain load/store: this thread owns the world (no atomics needed).
-                    body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
-                    body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-                    body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
-                    body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+                    if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
+                        body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
+                        body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
+                    if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
+                        body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
+                        body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
                 if it >= iterations or (it > 0 and residual <= tolerance):
                     break
                 residual = 0.0
@@ -123,10 +125,12 @@ def solve_world_serial(
                     residual = ti.max(residual, velocity_change(g_new - g_old, reg))
                     if gauss_seidel == 1:
                         impulse = c_frame[c].transpose() @ (g_new - g_old)
-                        body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
-                        body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-                        body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
-                        body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+                        if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
+                            body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
+                            body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
+                        if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
+                            body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
+                            body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
                         c_delta[c] = vec3(0.0)
                     else:
                         c_delta[c] = g_new - g_old
@@ -155,10 +159,12 @@ def apply_impulses(
         w, a, b = ids[0], ids[1], ids[2]
         wm = w % body_inv_mass.shape[0]
         impulse = c_frame[c].transpose() @ c_gamma[c]
-        body_vc[w, a] -= body_inv_mass[wm, a] * impulse
-        body_w[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-        body_vc[w, b] += body_inv_mass[wm, b] * impulse
-        body_w[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+        if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
+            body_vc[w, a] -= body_inv_mass[wm, a] * impulse
+            body_w[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
+        if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
+            body_vc[w, b] += body_inv_mass[wm, b] * impulse
+            body_w[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
 
 
 @ti.kernel
@@ -198,10 +204,12 @@ def jacobi_contacts(
             g_new = contact_update(g_old, vc, reg, pair_f[w % pair_f.shape[0], ids[3]][0], omega, coulomb)
             c_gamma[c] = g_new
             impulse = c_frame[c].transpose() @ (g_new - g_old)
-            body_dv[w, a] -= body_inv_mass[wm, a] * impulse
-            body_dw[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-            body_dv[w, b] += body_inv_mass[wm, b] * impulse
-            body_dw[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+            if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
+                body_dv[w, a] -= body_inv_mass[wm, a] * impulse
+                body_dw[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
+            if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
+                body_dv[w, b] += body_inv_mass[wm, b] * impulse
+                body_dw[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
             ti.atomic_max(world_residual[w], velocity_change(g_new - g_old, reg))
 
 
