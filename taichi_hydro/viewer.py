@@ -20,12 +20,15 @@ import numpy as np
 from .errors import HydroError, SceneError
 from .geometry.build import HALFSPACE
 
-__all__ = ["ViewerError", "Viewer", "NullViewer", "record", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
+__all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "tet_edges", "arrow_segments", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
 
 # Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
 _MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
 _BODY_COLORS = np.array([[0.75, 0.75, 0.78], [0.55, 0.62, 0.80], [0.80, 0.62, 0.50], [0.60, 0.78, 0.60], [0.78, 0.60, 0.78]])
 _GROUND_COLOR = (0.42, 0.45, 0.48)
+_NORMAL_COLOR = (0.10, 0.25, 0.85)
+_FORCE_COLOR = (0.55, 0.0, 0.55)
+_TET_COLOR = (0.25, 0.25, 0.25)
 _FORMATS = (".png", ".gif", ".mp4")
 
 
@@ -112,6 +115,50 @@ class _Buffer:
                    two_sided=True, show_wireframe=wireframe)
 
 
+class _Lines:
+    """A Taichi field of segment end points (pairs) for one scene.lines call, grown by doubling."""
+
+    capacity: int = 0
+    count: int = 0
+    field: object = None
+
+    def draw(self, scene, segments: np.ndarray, color, width: float = 2.0) -> None:
+        """segments: (k, 2, 3) world points [m]."""
+        import taichi as ti
+
+        points = np.asarray(segments, np.float32).reshape(-1, 3)
+        self.count = len(points)
+        if self.count == 0:
+            return
+        if self.count > self.capacity:
+            self.capacity = max(64, 1 << int(np.ceil(np.log2(self.count))))
+            self.field = ti.Vector.field(3, ti.f32, self.capacity)
+        full = np.zeros((self.capacity, 3), np.float32)
+        full[: self.count] = points
+        self.field.from_numpy(full)
+        scene.lines(self.field, width=width, color=tuple(color), vertex_count=self.count)
+
+
+def tet_edges(tets: np.ndarray) -> np.ndarray:
+    """(e, 2) unique vertex pairs of the six edges of every tet (m, 4)."""
+    pairs = np.concatenate([tets[:, [i, j]] for i, j in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))])
+    return np.unique(np.sort(pairs, axis=1), axis=0)
+
+
+def arrow_segments(start: np.ndarray, vector: np.ndarray, head: float = 0.2) -> np.ndarray:
+    """(3, 2, 3) segments of an arrow from `start` along `vector`: the shaft and two head barbs
+    of `head` times its length, in a plane containing the arrow."""
+    end = start + vector
+    length = float(np.linalg.norm(vector))
+    if length == 0.0:
+        return np.zeros((0, 2, 3))
+    d = vector / length
+    side = np.cross(d, [0.0, 0.0, 1.0] if abs(d[2]) < 0.9 else [1.0, 0.0, 0.0])
+    side /= np.linalg.norm(side)
+    back = end - head * length * d
+    return np.array([[start, end], [end, back + 0.5 * head * length * side], [end, back - 0.5 * head * length * side]])
+
+
 class _MeshGroup:
     """Surface meshes of several bodies posed into one vertex buffer (one draw call)."""
 
@@ -137,12 +184,19 @@ class _MeshGroup:
 class Renderer:
     """Draws one world of a Simulator into a GGUI scene and canvas."""
 
-    def __init__(self, sim, world: int = 0, patches: bool = True):
+    def __init__(self, sim, world: int = 0, patches: bool = True, normals: bool = False, forces: bool = False,
+                 tets: bool = False):
         if not 0 <= world < sim.worlds:
             raise SceneError(f"world must be in [0, {sim.worlds - 1}], got {world}")
         self.sim = sim
         self.world = world
-        self.patches = patches
+        self.patches = patches  # contact polygons coloured by pressure, and the colour bar
+        self.normals = normals  # polygon normals at the centroids (out of body A into body B)
+        self.forces = forces    # net contact force per body pair, at its patch centroid
+        self.tets = tets        # edges of the compliant bodies' tet meshes
+        self._lines = {k: _Lines() for k in ("normals", "forces", "tets")}
+        self._tet_edges = [(i, g.tets.vertices, tet_edges(g.tets.tets)) for i, g in enumerate(sim.data.geometries)
+                           if g.tets is not None]
         state = sim.get_state()
         dynamic = [i for i, g in enumerate(sim.data.geometries) if g.kind != HALFSPACE]
         points = state["position"][world, dynamic] if dynamic else np.zeros((1, 3))
@@ -177,8 +231,7 @@ class Renderer:
         d = 2.8 * self.radius
         return self.center + d * np.array([np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)])
 
-    def _patch_mesh(self):
-        surfaces = self.sim.contact_surfaces(self.world)
+    def _patch_mesh(self, surfaces):
         verts, press, sizes = [], [], []
         lift = 2e-3 * self.radius
         for s in surfaces:
@@ -201,13 +254,23 @@ class Renderer:
     def draw(self, scene, canvas) -> None:
         state = self.sim.get_state()
         for k, group in enumerate(self._groups):
-            group.draw(scene, state, self.world, wireframe=(k == 2 or (k == 1 and self.patches)))
+            # Compliant bodies turn to wireframes while anything drawn inside them is shown.
+            inside = self.patches or self.tets or self.normals or self.forces
+            group.draw(scene, state, self.world, wireframe=(k == 2 or (k == 1 and inside)))
+        # The contact-surface query runs only when something shown needs it.
+        surfaces = self.sim.contact_surfaces(self.world) if (self.patches or self.normals or self.forces) else []
         if self.patches:
-            mesh = self._patch_mesh()
+            mesh = self._patch_mesh(surfaces)
             if mesh is not None:
                 v, c, t = mesh
                 self._patch.upload(v, c, t)
                 self._patch.draw(scene)
+        if self.normals:
+            self._lines["normals"].draw(scene, self.normal_segments(surfaces), _NORMAL_COLOR, 1.5)
+        if self.forces:
+            self._lines["forces"].draw(scene, self.force_segments(surfaces), _FORCE_COLOR, 3.0)
+        if self.tets:
+            self._lines["tets"].draw(scene, self.tet_segments(state), _TET_COLOR, 1.0)
         canvas.scene(scene)
         if self.patches:
             self._draw_colour_bar(canvas)
@@ -232,6 +295,33 @@ class Renderer:
             self._bar_c.from_numpy(c.astype(np.float32))
         canvas.triangles(self._bar_v, per_vertex_color=self._bar_c)
 
+    def normal_segments(self, surfaces) -> np.ndarray:
+        """(k, 2, 3): each polygon's unit normal drawn from its centroid, 5 % of the scene size long."""
+        segs = []
+        for surface in surfaces:
+            c = np.asarray(surface.polygons.get("centroid", np.zeros((0, 3))), dtype=np.float64).reshape(-1, 3)
+            n = np.asarray(surface.polygons.get("normal", np.zeros((0, 3))), dtype=np.float64).reshape(-1, 3)
+            segs.append(np.stack([c, c + 0.05 * self.radius * n], axis=1))
+        return np.concatenate(segs) if segs else np.zeros((0, 2, 3))
+
+    def force_segments(self, surfaces) -> np.ndarray:
+        """Arrows of the mean contact force of the last step on each pair's second body, from its
+        patch centroid; the largest is 40 % of the scene size long (scale in the overlay)."""
+        forces = self.sim.contact_forces(self.world) if self.sim.step_count else {}
+        centroid = {(s.body_a, s.body_b): s.centroid for s in surfaces if s.faces}
+        pairs = [(centroid[k], f) for k, f in forces.items() if k in centroid]
+        self.force_max = max((float(np.linalg.norm(f)) for _, f in pairs), default=0.0)
+        if not pairs or self.force_max == 0.0:
+            return np.zeros((0, 2, 3))
+        scale = 0.4 * self.radius / self.force_max
+        return np.concatenate([arrow_segments(np.asarray(c), scale * np.asarray(f)) for c, f in pairs])
+
+    def tet_segments(self, state: dict) -> np.ndarray:
+        """(e, 2, 3): the tet-mesh edges of every compliant body at its pose in this world."""
+        R = rotation_matrices(state["orientation"][self.world])
+        segs = [(v @ R[i].T + state["position"][self.world, i])[edges] for i, v, edges in self._tet_edges]
+        return np.concatenate(segs) if segs else np.zeros((0, 2, 3))
+
     def overlay_lines(self, steps_per_s: float | None = None) -> list[str]:
         stats = self.sim.solver_stats()
         lines = [
@@ -240,6 +330,8 @@ class Renderer:
         ]
         if self.patches:
             lines.append(f"pressure 0 .. {self.pressure_range[1]:.4g} Pa (colour bar)")
+        if self.forces:
+            lines.append(f"largest pair force {getattr(self, 'force_max', 0.0):.4g} N (longest arrow)")
         if steps_per_s is not None:
             lines.append(f"{steps_per_s:.0f} steps/s")
         return lines
@@ -252,6 +344,24 @@ def _window(size, show: bool):
         return ti.ui.Window("taichi-hydro", size, show_window=show, vsync=False)
     except Exception as exc:  # GGUI raises RuntimeError without a Vulkan driver
         raise ViewerError(f"cannot open a GGUI window ({exc}); GGUI needs a Vulkan driver (e.g. apt install libvulkan1 mesa-vulkan-drivers)") from exc
+
+
+_OFFSCREEN: dict = {}
+
+
+def _offscreen_window(size):
+    """The process's one hidden GGUI window, reused while the size stays the same (GGUI on
+    Mesa's lavapipe crashes intermittently when several windows live in one process)."""
+    size = tuple(int(x) for x in size)
+    current = _OFFSCREEN.get("window")
+    if current is not None and _OFFSCREEN.get("size") == size:
+        return current
+    if current is not None:
+        current.destroy()
+        _OFFSCREEN.clear()
+    window = _window(size, show=False)
+    _OFFSCREEN.update(window=window, size=size)
+    return window
 
 
 def _setup(window, renderer: Renderer, camera_xyz) -> tuple:
@@ -288,11 +398,12 @@ class Viewer:
     Each render draws the simulator's current state (bodies, and the contact patches of that
     world coloured by pressure when `patches`). Raises ViewerError without a Vulkan driver."""
 
-    def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True):
+    def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True, normals: bool = False,
+                 forces: bool = False, tets: bool = False):
         self.sim = sim
         self.size = tuple(size)
-        self.renderer = Renderer(sim, world, patches)
-        self.window = _window(self.size, show=False)
+        self.renderer = Renderer(sim, world, patches, normals, forces, tets)
+        self.window = _offscreen_window(self.size)
         self.scene, self.camera = _setup(self.window, self.renderer, self.renderer.camera_position())
         self.canvas = self.window.get_canvas()
 
@@ -312,7 +423,7 @@ class NullViewer:
     """The Viewer interface without rendering (training runs, machines without Vulkan):
     render() returns a black image of the requested size and costs nothing on the device."""
 
-    def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True):
+    def __init__(self, sim, world: int = 0, size=(640, 480), **shown):
         self.sim = sim
         self.size = tuple(size)
 
@@ -323,10 +434,10 @@ class NullViewer:
 
 
 def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, world: int = 0, size=(640, 480),
-           patches: bool = True, fps: int = 30) -> Path:
+           patches: bool = True, fps: int = 30, **shown) -> Path:
     """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
     each frame after the first, and write them to `path` (.png: the last frame; .gif; .mp4,
-    which needs imageio-ffmpeg). Returns the path."""
+    which needs imageio-ffmpeg). `shown`: normals, forces, tets (see Renderer). Returns the path."""
     import imageio.v2 as imageio
 
     path = Path(path)
@@ -334,7 +445,7 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
         raise ViewerError(f"--record {path}: unsupported format {path.suffix!r}; use one of {list(_FORMATS)}")
     if frames < 1 or steps_per_frame < 0:
         raise SceneError(f"frames must be >= 1 and steps_per_frame >= 0, got {frames}, {steps_per_frame}")
-    offscreen = Viewer(sim, world, size, patches)
+    offscreen = Viewer(sim, world, size, patches, **shown)
     images = []
     for k in range(frames):
         if k > 0 and steps_per_frame:
@@ -357,14 +468,15 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1) -> None:
-    """Live window. Keys: space pause/run, s single step, r reset, p patches on/off,
-    [ and ] previous/next world, Esc quit; right mouse drag orbits, WASDQE moves the camera."""
+def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patches: bool = True, **shown) -> None:
+    """Live window. Keys: space pause/run, s single step, r reset, p patches on/off, n normals,
+    f force arrows, t tet-mesh wireframe, [ and ] previous/next world, Esc quit; right mouse
+    drag orbits, WASDQE moves the camera."""
     import taichi as ti
 
     if not has_display():
         raise ViewerError("no display (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4 to render offscreen")
-    renderer = Renderer(sim, world)
+    renderer = Renderer(sim, world, patches, **shown)
     window = _window(size, show=True)
     scene, camera = _setup(window, renderer, renderer.camera_position())
     canvas = window.get_canvas()
@@ -383,8 +495,9 @@ def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1) -> Non
                 sim.step(1)
             elif e.key == "r":
                 sim.reset()
-            elif e.key == "p":
-                renderer.patches = not renderer.patches
+            elif e.key in ("p", "n", "f", "t"):
+                flag = {"p": "patches", "n": "normals", "f": "forces", "t": "tets"}[e.key]
+                setattr(renderer, flag, not getattr(renderer, flag))
             elif e.key in ("[", "]"):
                 renderer.world = (renderer.world + (1 if e.key == "]" else -1)) % sim.worlds
         if running and steps_per_frame:

@@ -117,3 +117,39 @@ def test_viewer_render_shows_the_falling_body_and_the_chosen_world(arch):
         v.render(world=2)
     null = viewer.NullViewer(sim, size=(160, 120))
     assert null.render(world=1).shape == (120, 160, 3)
+
+
+def test_tet_edges_and_arrow_segments():
+    edges = viewer.tet_edges(np.array([[0, 1, 2, 3], [1, 2, 3, 4]]))
+    assert len(edges) == 9  # two tets sharing a face: 6 + 6 - 3 edges
+    assert {tuple(e) for e in edges} >= {(0, 1), (1, 4), (2, 3)}
+    arrow = viewer.arrow_segments(np.zeros(3), np.array([0.0, 0.0, 2.0]))
+    np.testing.assert_allclose(arrow[0], [[0, 0, 0], [0, 0, 2]])
+    for barb in arrow[1:]:  # from the tip back 20 % of the length, 10 % to the side
+        np.testing.assert_allclose(barb[0], [0, 0, 2])
+        assert barb[1][2] == pytest.approx(1.6) and np.hypot(*barb[1][:2]) == pytest.approx(0.2)
+    assert viewer.arrow_segments(np.zeros(3), np.zeros(3)).shape == (0, 2, 3)
+
+
+def test_viewer_draws_forces_normals_and_tets_only_when_asked(arch):
+    """The resting sphere: force arrows (purple), normals (blue) and the tet wireframe (dark
+    grey) add pixels of their colour to the same frame only when switched on."""
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "sphere_on_plane.toml"))
+    sim.step(1)
+    try:
+        v = viewer.Viewer(sim, size=(240, 180), patches=False)
+    except viewer.ViewerError as exc:
+        pytest.skip(f"no GGUI here: {exc}")
+    plain = v.render().astype(int)
+
+    def added(flag, color):
+        setattr(v.renderer, flag, True)
+        img = v.render().astype(int)
+        setattr(v.renderer, flag, False)
+        near = lambda im: np.abs(im - np.array(color) * 255).max(axis=2) < 40  # noqa: E731
+        return int(np.count_nonzero(near(img) & ~near(plain)))
+
+    assert added("forces", viewer._FORCE_COLOR) > 10
+    assert added("normals", viewer._NORMAL_COLOR) > 10
+    assert added("tets", viewer._TET_COLOR) > 10
+    assert "largest pair force" in " ".join(v.renderer.overlay_lines()) or not v.renderer.forces
