@@ -22,13 +22,32 @@ for arch in $arches; do
     continue
   fi
   # Taichi 1.7.4 on Mesa's lavapipe crashes after 2**16 descriptor sets per process: tests that
-  # meet taichi_hydro.backend.LAUNCH_BUDGET after others are listed and rerun one per process.
-  rerun=$(mktemp)
-  TH_RERUN_FILE=$rerun .venv/bin/python -m pytest -q --arch vulkan "$@" || status=1
-  if [ -s "$rerun" ]; then
-    th_log "rerunning $(wc -l < "$rerun") test(s) alone, each in a fresh process, two at a time"
-    xargs -P 2 -I{} .venv/bin/python -m pytest -q -p no:cacheprovider --arch vulkan "{}" < "$rerun" || status=1
-  fi
-  rm -f "$rerun"
+  # meet taichi_hydro.backend.LAUNCH_BUDGET after others are listed and rerun in fresh
+  # processes (two at a time), as many per process as fit; a test that meets the budget with
+  # no progress made is run alone (and skipped with the reason if it needs more by itself).
+  pending=$(mktemp)
+  TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q --arch vulkan "$@" || status=1
+  while [ -s "$pending" ]; do
+    th_log "rerunning $(wc -l < "$pending") test(s) in fresh processes, two at a time"
+    next=$(mktemp)
+    split -n r/2 "$pending" "$pending.part."
+    pids=()
+    for part in "$pending".part.*; do
+      [ -s "$part" ] || continue
+      xargs -a "$part" env TH_RERUN_FILE="$next" .venv/bin/python -m pytest -q -p no:cacheprovider --arch vulkan &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    rm -f "$pending".part.*
+    if [ -s "$next" ] && [ "$(sort "$next")" = "$(sort "$pending")" ]; then
+      th_log "no progress: running $(wc -l < "$next") test(s) alone, each in a fresh process"
+      xargs -P 2 -I{} .venv/bin/python -m pytest -q -p no:cacheprovider --arch vulkan "{}" < "$next" || status=1
+      rm -f "$next"
+      break
+    fi
+    rm -f "$pending"
+    pending=$next
+  done
+  rm -f "$pending"
 done
 exit $status
