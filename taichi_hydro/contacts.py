@@ -86,10 +86,13 @@ def count_contacts(
     pair_scale: nd(dtype=float, ndim=2),
     pair_weight: nd(dtype=float, ndim=2),
     poly_slot: nd(dtype=ti.i32, ndim=1),
+    pair_rows: nd(dtype=ti.i32, ndim=2),
+    deterministic: ti.i32,
 ):
-    """Writes poly_slot (index of the polygon's contact within its world, -1 if skipped),
-    world_contacts (count per world), body_contacts (contacts touching each dynamic body),
-    and resets the per-pair scale (1) and warm-start weights (0)."""
+    """Writes poly_slot (index of the polygon's contact within its world, -1 if skipped; with
+    deterministic == 1 its arrival index within its pair, and pair_rows the count per pair:
+    see deterministic.py), world_contacts (count per world), body_contacts (contacts touching
+    each dynamic body), and resets the per-pair scale (1) and warm-start weights (0)."""
     for w in world_contacts:
         world_contacts[w] = 0
     for w, b in body_contacts:
@@ -97,12 +100,15 @@ def count_contacts(
     for w, p in pair_scale:
         pair_scale[w, p] = 1.0
         pair_weight[w, p] = 0.0
+        pair_rows[w, p] = 0
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
     for k in range(n):
         w, pair = poly_i[k][0], poly_i[k][1]
         slot = -1
         if world_status[w] == 0 and valid_polygon(poly_g[k]) == 1:
             slot = ti.atomic_add(world_contacts[w], 1)
+            if deterministic == 1:
+                slot = ti.atomic_add(pair_rows[w, pair], 1)
             for side in ti.static(range(2)):
                 b = pair_i[pair][P_BODY_LO + side]
                 if body_kind[b] == BODY_DYNAMIC:
@@ -136,12 +142,14 @@ def assemble_contacts(
     c_ra: nd(dtype=vec3, ndim=1),
     c_rb: nd(dtype=vec3, ndim=1),
     c_model: nd(dtype=vec4, ndim=1),
+    deterministic: ti.i32,
 ):
     """Point-contact model of each kept polygon, written at its world's rows.
     Writes c_ids (world, body a, body b, pair), c_key (the polygon's identity: world, pair,
     element of a, element of b), c_frame (rows t1, t2, n; n from a into b),
     c_ra/c_rb (centroid minus each body's centre of mass, W), c_model (k [N/m], phi0 [m],
-    tau [s], A p0 [N]); reduces per pair the near-rigid scale and the warm-start weight."""
+    tau [s], A p0 [N]); reduces per pair the near-rigid scale and, unless deterministic == 1
+    (then deterministic.sum_pair_rows does it in row order), the warm-start weight."""
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
     for k in range(n):
         slot = poly_slot[k]
@@ -168,7 +176,8 @@ def assemble_contacts(
             k_max = TWO_PI_SQ / (beta * beta * w_diag * dt * (dt + tau))
             ti.atomic_min(pair_scale[w, pair], k_max / stiffness)
             force0 = g8[0] * g8[1]
-            ti.atomic_add(pair_weight[w, pair], ti.max(force0, 0.0))
+            if deterministic == 0:
+                ti.atomic_add(pair_weight[w, pair], ti.max(force0, 0.0))
             c_ids[c] = ivec4(w, a, b, pair)
             c_key[c] = poly_i[k]
             c_frame[c] = frame

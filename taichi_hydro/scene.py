@@ -111,8 +111,11 @@ class SolverSettings:
     method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
       splitting) or "gauss_seidel" (each update applied at once: only with the "world"
       schedule). "auto": Gauss-Seidel for the world schedule, Jacobi for the contact schedule.
-      Both have the same fixed point; on a box resting on an incline Gauss-Seidel reaches
-      1e-6 m/s in about 5x fewer sweeps (see tests/test_solver.py)."""
+      Both have the same fixed point (tests/test_dynamics.py::test_solver_methods_agree).
+    deterministic [false]: results independent of thread timing, bit for bit from run to run
+      and equal to a one-world run world by world: contacts are sorted within each world and
+      float sums are gathered in that order instead of accumulated by atomics (see
+      deterministic.py; it costs extra launches and work, measured in bench/)."""
 
     iterations: int = 100
     tolerance: float = 1e-6
@@ -123,6 +126,7 @@ class SolverSettings:
     warm_start: bool = True
     schedule: str = "auto"
     method: str = "auto"
+    deterministic: bool = False
 
 
 @dataclass(frozen=True)
@@ -364,6 +368,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         warm_start=st.boolean("warm_start", True),
         schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
         method=st.string("method", "auto", choices=("auto", "jacobi", "gauss_seidel")),
+        deterministic=st.boolean("deterministic", False),
     )
     if solver.method == "gauss_seidel" and solver.schedule == "contact":
         raise st.error("method", "gauss_seidel needs schedule = \"world\" (contact updates run in parallel)")

@@ -9,11 +9,13 @@ import taichi as ti
 
 from . import batch
 from . import contacts as ct
+from . import deterministic as dm
 from . import integrator as ig
 from . import interop
 from . import solver as sv
 from . import warmstart as ws
 from .backend import current_arch, current_precision, require_init, spend_launches
+from .broadphase import C_POLYGONS
 from .collision import Capacities, Collision
 from .errors import CapacityError, SceneError
 from .model import DeviceModel, build_model, check_supported
@@ -105,6 +107,10 @@ class Simulator:
         self.pair_scale = ti.ndarray(float, (W, P))
         self.pair_weight = ti.ndarray(float, (W, P))
         self.pair_impulse = ti.ndarray(vec3, (W, P))
+        self.pair_rows = ti.ndarray(ti.i32, (W, P))
+        self.pair_first = ti.ndarray(ti.i32, (W, P))
+        self.pair_end = ti.ndarray(ti.i32, (W, P))
+        self.body_pair_start, self.body_pairs = self._body_pairs()
         self.max_counts = ti.ndarray(ti.i32, 8)
         self.stat_sums = ti.ndarray(float, 8)
         self._snapshot = {k: ti.ndarray(ndarray_dtype(v), v.shape) for k, v in self._state_arrays().items()}
@@ -115,6 +121,20 @@ class Simulator:
         self.time = 0.0
         self.step_count = 0
         self._world_steps = np.zeros(W, dtype=np.int64)
+
+    def _body_pairs(self):
+        """The pairs each body takes part in, as device arrays (start (B + 1,), pairs): the
+        gather lists of the deterministic mode."""
+        from .model import P_BODY_HI, P_BODY_LO
+        B, pair_i = len(self.scene.bodies), self.data.pair_i
+        lists = [[p for p in range(len(pair_i)) if b in (pair_i[p, P_BODY_LO], pair_i[p, P_BODY_HI])] for b in range(B)]
+        start = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
+        flat = np.array([p for x in lists for p in x] or [0], dtype=np.int32)
+        out = ti.ndarray(ti.i32, B + 1), ti.ndarray(ti.i32, len(flat))
+        spend_launches(2)
+        out[0].from_numpy(start)
+        out[1].from_numpy(flat)
+        return out
 
     def _initial_state(self) -> dict:
         """The scene's initial state as one-row device arrays (1, B), the staging rows of reset."""
@@ -361,13 +381,20 @@ class Simulator:
         C = self.collision.pool.capacity
         vec3, vec4, mat3 = ti.math.vec3, ti.math.vec4, ti.math.mat3
         self.poly_slot = ti.ndarray(ti.i32, C)
+        self.row_poly = ti.ndarray(ti.i32, C)
         self.c_ids = ti.ndarray(ti.types.vector(4, ti.i32), C)
         self.c_key = ti.ndarray(ti.types.vector(4, ti.i32), C)
         slots = 1 << max(4, (2 * C - 1).bit_length())
+        old = self._table() if self._rows_capacity >= 0 else None
         self.table_key = ti.ndarray(ti.types.vector(4, ti.i32), slots)
         self.table_val = ti.ndarray(vec3, slots)
         self.table_occ = ti.ndarray(ti.i32, slots)
+        self._table_snapshot = tuple(ti.ndarray(ndarray_dtype(a), slots) for a in self._table())
+        spend_launches(1)
         self.table_occ.fill(0)
+        if old is not None:  # keep the warm start across growth
+            spend_launches(1)
+            ws.rehash(*old, *self._table())
         self.c_frame = ti.ndarray(mat3, C)
         self.c_ra = ti.ndarray(vec3, C)
         self.c_rb = ti.ndarray(vec3, C)
@@ -376,6 +403,10 @@ class Simulator:
         self.c_gamma = ti.ndarray(vec3, C)
         self.c_delta = ti.ndarray(vec3, C)
         self._rows_capacity = C
+
+    def _table(self) -> tuple:
+        """The warm-start hash table (keys, world-frame impulses, occupancy)."""
+        return self.table_key, self.table_val, self.table_occ
 
     def _step_args(self) -> dict:
         if self._rows_capacity != self.collision.pool.capacity:
@@ -398,7 +429,9 @@ class Simulator:
             dt=float(self.dt), beta=float(st.beta), sigma=float(st.sigma), warm_start=int(st.warm_start),
             iterations=int(st.iterations), tolerance=float(st.tolerance), omega=float(st.relaxation),
             coulomb=int(st.mode == "coulomb"), gauss_seidel=int(self.method == "gauss_seidel"),
-            split=int(self.method == "jacobi"),
+            split=int(self.method == "jacobi"), deterministic=int(st.deterministic), pair_rows=self.pair_rows,
+            pair_first=self.pair_first, pair_end=self.pair_end, row_poly=self.row_poly,
+            body_pair_start=self.body_pair_start, body_pairs=self.body_pairs, n_polygons=int(C_POLYGONS), zero=0, one=1,
         )
         return args
 
@@ -410,14 +443,21 @@ class Simulator:
         stages = [("collide", len(plan.launches))]
         plan.add(ig.free_velocity, "world_status", "body_kind", "body_p", "body_q", "body_v", "body_w", "body_com_B", "body_inv_mass",
                  "body_inv_inertia_B", "gravity", "body_force", "body_torque", "dt", "body_vc", "body_wc", "body_inv_inertia_W")
+        det = self.settings.deterministic
         plan.add(ct.count_contacts, "counts", "poly_i", "poly_g", "pair_i", "body_kind", "world_status", "world_start", "body_contacts",
-                 "pair_scale", "pair_weight", "poly_slot")
+                 "pair_scale", "pair_weight", "poly_slot", "pair_rows", "deterministic")
         plan.add(scan_blocks, "world_start", "world_scratch", "world_count")
         plan.add(scan_sums, "world_scratch", "world_blocks")
         plan.add(scan_add, "world_start", "world_cursor", "world_scratch", "world_count")
+        if det:
+            plan.add(dm.pair_offsets, "world_start", "pair_rows", "pair_first", "pair_end")
+            plan.add(dm.scatter_rows, "counts", "poly_i", "poly_slot", "pair_first", "row_poly", "n_polygons")
+            plan.add(dm.rank_rows, "world_start", "poly_i", "pair_first", "pair_end", "row_poly", "poly_slot")
         plan.add(ct.assemble_contacts, "counts", "poly_i", "poly_g", "poly_c", "poly_n", "poly_slot", "world_start", "pair_i", "pair_f",
                  "body_p", "body_q", "body_com_B", "body_inv_mass", "body_inv_inertia_W", "dt", "beta", "pair_scale", "pair_weight",
-                 "c_ids", "c_key", "c_frame", "c_ra", "c_rb", "c_model")
+                 "c_ids", "c_key", "c_frame", "c_ra", "c_rb", "c_model", "deterministic")
+        if det:
+            plan.add(dm.sum_pair_rows, "pair_first", "pair_end", "c_frame", "c_gamma", "c_model", "pair_weight", "pair_impulse", "zero")
         plan.add(ct.finalize_contacts, "world_start", "c_ids", "c_key", "c_frame", "c_ra", "c_rb", "c_model", "pair_f", "pair_scale",
                  "pair_weight", "pair_impulse", "body_contacts", "body_inv_mass", "body_inv_inertia_W", "dt", "sigma", "warm_start", "split",
                  "table_key", "table_val", "table_occ", "c_reg", "c_gamma")
@@ -428,19 +468,30 @@ class Simulator:
                      "pair_f", "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
                      "gauss_seidel", "world_stats")
         else:
-            plan.add(sv.apply_impulses, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_gamma", "body_vc", "body_wc", "body_inv_mass",
-                     "body_inv_inertia_W")
+            gather = ("world_status", "world_stats", "body_pair_start", "body_pairs", "pair_i", "pair_first", "pair_end", "c_frame",
+                      "c_ra", "c_rb")
+            gather_end = ("body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W")
+            if det:
+                plan.add(dm.gather_impulses, *gather, "c_gamma", *gather_end, "zero")
+            else:
+                plan.add(sv.apply_impulses, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_gamma", "body_vc", "body_wc",
+                         "body_inv_mass", "body_inv_inertia_W")
             plan.add(sv.start_contact_schedule, "world_start", "world_stats", "world_residual")
             for _ in range(self.settings.iterations):
                 plan.add(sv.jacobi_contacts, "world_start", "world_status", "world_stats", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg",
                          "c_gamma", "pair_f", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
-                         "world_residual", "omega", "coulomb")
+                         "world_residual", "omega", "coulomb", "c_delta", "deterministic")
+                if det:
+                    plan.add(dm.gather_impulses, *gather, "c_delta", *gather_end, "one")
                 plan.add(sv.jacobi_bodies, "world_start", "world_status", "body_vc", "body_wc", "body_dv", "body_dw", "world_residual",
                          "world_stats", "tolerance")
         stages.append(("solve", len(plan.launches)))
         plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
         plan.add(ig.integrate, "world_status", "body_kind", "body_com_B", "body_vc", "body_wc", "dt", "body_p", "body_q", "body_v", "body_w")
-        plan.add(sv.accumulate_pair_impulses, "world_start", "c_ids", "c_frame", "c_gamma", "pair_impulse")
+        if det:
+            plan.add(dm.sum_pair_rows, "pair_first", "pair_end", "c_frame", "c_gamma", "c_model", "pair_weight", "pair_impulse", "one")
+        else:
+            plan.add(sv.accumulate_pair_impulses, "world_start", "c_ids", "c_frame", "c_gamma", "pair_impulse")
         plan.add(ws.store_impulses, "world_start", "c_key", "c_frame", "c_gamma", "table_key", "table_val", "table_occ")
         stages.append(("integrate", len(plan.launches)))
         self._stage_ends = stages
@@ -457,21 +508,29 @@ class Simulator:
         done = 0
         while done < steps:
             chunk = min(self.CHUNK, steps - done)
+            args = self._step_args()
             for name, arr in self._state_arrays().items():
                 self._snapshot[name].copy_from(arr)
+            for saved, arr in zip(self._table_snapshot, self._table()):
+                saved.copy_from(arr)
             sums_before = self.stat_sums.to_numpy()
             while True:
-                args = self._step_args()
                 self.max_counts.fill(0)
                 for _ in range(chunk):
                     self._step_plan.run(args, graph=self.graph)
                 grown = self.collision.overflow(self.max_counts.to_numpy())
                 if grown is None:
                     break
-                self.collision._allocate(grown)
+                # Back to the chunk's start, warm-start table included (rehashed if it grows).
                 for name, arr in self._state_arrays().items():
                     arr.copy_from(self._snapshot[name])
+                for saved, arr in zip(self._table_snapshot, self._table()):
+                    arr.copy_from(saved)
                 self.stat_sums.from_numpy(sums_before)
+                self.collision._allocate(grown)
+                args = self._step_args()
+                for saved, arr in zip(self._table_snapshot, self._table()):
+                    saved.copy_from(arr)
             done += chunk
             self.step_count += chunk
             self._world_steps += chunk

@@ -188,10 +188,13 @@ def jacobi_contacts(
     world_residual: nd(dtype=float, ndim=1),
     omega: float,
     coulomb: ti.i32,
+    c_delta: nd(dtype=vec3, ndim=1),
+    deterministic: ti.i32,
 ):
     """One Jacobi sweep over all contacts of the worlds still iterating (world_stats[w][3] is
-    1 once converged): updates c_gamma, accumulates M^-1 J^T delta into body_dv/body_dw and the
-    per-world residual (atomic max)."""
+    1 once converged): updates c_gamma, accumulates M^-1 J^T delta into body_dv/body_dw (with
+    deterministic == 1 it stores delta in c_delta instead, for deterministic.gather_impulses)
+    and the per-world residual (atomic max)."""
     W = world_start.shape[0] - 1
     for c in range(world_start[W]):
         ids = c_ids[c]
@@ -203,13 +206,16 @@ def jacobi_contacts(
             g_old = c_gamma[c]
             g_new = contact_update(g_old, vc, reg, pair_f[w % pair_f.shape[0], ids[3]][0], omega, coulomb)
             c_gamma[c] = g_new
-            impulse = c_frame[c].transpose() @ (g_new - g_old)
-            if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
-                body_dv[w, a] -= body_inv_mass[wm, a] * impulse
-                body_dw[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-            if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
-                body_dv[w, b] += body_inv_mass[wm, b] * impulse
-                body_dw[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+            if deterministic == 1:
+                c_delta[c] = g_new - g_old
+            else:
+                impulse = c_frame[c].transpose() @ (g_new - g_old)
+                if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
+                    body_dv[w, a] -= body_inv_mass[wm, a] * impulse
+                    body_dw[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
+                if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
+                    body_dv[w, b] += body_inv_mass[wm, b] * impulse
+                    body_dw[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
             ti.atomic_max(world_residual[w], velocity_change(g_new - g_old, reg))
 
 

@@ -7,7 +7,8 @@ directions included. The table stores impulses in the world frame. Slots are cla
 atomic increment (no compare-and-swap needed); the table is cleared after the lookups of a
 step and refilled after its solve. Between two steps it holds the last step's impulses:
 Simulator.reset hides those of the worlds it resets (forget_worlds), so a reset world starts
-cold, like a fresh simulator."""
+cold, like a fresh simulator. When the pools grow, the entries move to the larger table
+(rehash), so growth does not cost a cold start."""
 
 import taichi as ti
 
@@ -58,6 +59,28 @@ def clear_table(table_occ: nd(dtype=ti.i32, ndim=1)):
         table_occ[s] = 0
 
 
+@ti.func
+def insert(key: ivec4, value: vec3, table_key: ti.template(), table_val: ti.template(), table_occ: ti.template()):
+    """Put `value` under `key` in the first free slot of its probe chain."""
+    mask = table_key.shape[0] - 1
+    s = key_slot(key, mask)
+    for _ in range(table_key.shape[0]):
+        if ti.atomic_add(table_occ[s], 1) == 0:
+            table_key[s] = key
+            table_val[s] = value
+            break
+        s = (s + 1) & mask
+
+
+@ti.kernel
+def rehash(old_key: nd(dtype=ivec4, ndim=1), old_val: nd(dtype=vec3, ndim=1), old_occ: nd(dtype=ti.i32, ndim=1),
+           table_key: nd(dtype=ivec4, ndim=1), table_val: nd(dtype=vec3, ndim=1), table_occ: nd(dtype=ti.i32, ndim=1)):
+    """Insert every entry of the old table into the (empty, larger) new one."""
+    for s in old_occ:
+        if old_occ[s] != 0:
+            insert(old_key[s], old_val[s], table_key, table_val, table_occ)
+
+
 @ti.kernel
 def store_impulses(
     world_start: nd(dtype=ti.i32, ndim=1),
@@ -70,16 +93,8 @@ def store_impulses(
 ):
     """Inserts every contact's impulse (world frame) under its key."""
     W = world_start.shape[0] - 1
-    mask = table_key.shape[0] - 1
     for c in range(world_start[W]):
-        key = c_key[c]
-        s = key_slot(key, mask)
-        for _ in range(table_key.shape[0]):
-            if ti.atomic_add(table_occ[s], 1) == 0:
-                table_key[s] = key
-                table_val[s] = c_frame[c].transpose() @ c_gamma[c]
-                break
-            s = (s + 1) & mask
+        insert(c_key[c], c_frame[c].transpose() @ c_gamma[c], table_key, table_val, table_occ)
 
 
 @ti.kernel
