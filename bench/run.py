@@ -77,14 +77,16 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
     return case.worlds[:2] if quick else case.worlds
 
 
-def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None) -> None:
+def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
+                    deterministic: bool = False) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     The first run (compilation or cache load, pool growth) is timed apart as compile_s; the
     simulator is then reset and the same interval timed again. Stage times come from
     profile_stages() over 20 further steps (one launch at a time with a sync after each, so
     they add up to more than a step takes in the timed run). schedule overrides the scene's
-    solver schedule ("world" or "contact"; default: the backend's)."""
+    solver schedule ("world" or "contact"; default: the backend's). deterministic: time each
+    point twice, the default mode then [solver] deterministic = true (rows say which)."""
     import dataclasses
 
     import taichi_hydro as th
@@ -95,10 +97,13 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     for name in names:
         case = registry.find_dynamics(name)
         steps = min(case.steps, 20) if quick else case.steps
-        for worlds in [only_worlds] if only_worlds else _worlds(case, quick):
+        modes = [False, True] if deterministic else [False]
+        for worlds, det in [(w, m) for w in ([only_worlds] if only_worlds else _worlds(case, quick)) for m in modes]:
             scene = case.scene()
+            solver = dataclasses.replace(scene.solver, deterministic=det)
             if schedule:
-                scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, schedule=schedule))
+                solver = dataclasses.replace(solver, schedule=schedule)
+            scene = dataclasses.replace(scene, solver=solver)
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
             sim.step(steps)
@@ -130,6 +135,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
                 "diverged_worlds": diverged,
                 "solver": f"{sim.method}/{sim.schedule}",
+                "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),
                 "device_bytes_per_world": device_bytes(sim) / worlds,
             }
@@ -221,7 +227,9 @@ def drake_contact(names: list[str], quick: bool) -> list[dict]:
 
 def add_ratios(rows: list[dict]) -> None:
     """contact: ratio_vs_drake = our queries/s over Drake's, same case and resolution.
-    dynamics: ratio_vs_drake_<approximation> = our world-steps/s over Drake's, same case."""
+    dynamics: ratio_vs_drake_<approximation> = our world-steps/s over Drake's, same case;
+    deterministic rows: deterministic_slowdown = the default mode's world-steps/s over theirs
+    (same case, backend, worlds, solver)."""
     drake = {(r["case"], r["resolution"]): r for r in rows if r["arch"] == "drake"}
     for r in rows:
         d = drake.get((r["case"], r.get("resolution")))
@@ -233,6 +241,10 @@ def add_ratios(rows: list[dict]) -> None:
         for d in rows:
             if d["case"] == r["case"] and d["arch"].startswith("drake-") and np.isfinite(d["world_steps_per_s"]):
                 r["ratio_vs_" + d["arch"].replace("-", "_")] = r["world_steps_per_s"] / d["world_steps_per_s"]
+        if r.get("deterministic"):
+            for d in rows:
+                if (not d.get("deterministic", True) and all(d.get(k) == r[k] for k in ("case", "arch", "worlds", "solver"))):
+                    r["deterministic_slowdown"] = d["world_steps_per_s"] / r["world_steps_per_s"]
 
 
 def markdown(rows: list[dict]) -> str:
@@ -259,13 +271,18 @@ def markdown_dynamics(rows: list[dict]) -> str:
     ]
     order = {"drake-lagged": 0, "drake-sap": 1, "cpu": 2, "vulkan": 3, "cuda": 4}
     names = [c.name for c in registry.DYNAMICS_CASES]
-    for r in sorted(rows, key=lambda r: (names.index(r["case"]) if r["case"] in names else 99, order.get(r["arch"], 9), r["worlds"])):
+    for r in sorted(rows, key=lambda r: (names.index(r["case"]) if r["case"] in names else 99, order.get(r["arch"], 9), r["worlds"],
+                                         r.get("deterministic", False))):
+        backend = r["arch"]
+        if r.get("deterministic"):
+            backend += (f" deterministic ({1 / r['deterministic_slowdown']:.2f}x the default's speed)" if "deterministic_slowdown" in r
+                        else " deterministic")
         ratio = lambda k: f"{r[k]:.2f}x" if k in r else "-"  # noqa: E731
         stage = " / ".join(f"{v:.3g}" for v in r["stage_ms"].values()) if "stage_ms" in r else "-"
         work = lambda k: f"{r[k]:.1f}" if k in r else "-"  # noqa: E731
         speed = f"{r['world_steps_per_s']:.4g}" if np.isfinite(r["world_steps_per_s"]) else f"failed: {r.get('error', '')}"
         lines.append(
-            f"| {r['case']} | {r['bodies']} | {r['arch']} | {r['worlds']} | {speed} | {ratio('ratio_vs_drake_lagged')} | "
+            f"| {r['case']} | {r['bodies']} | {backend} | {r['worlds']} | {speed} | {ratio('ratio_vs_drake_lagged')} | "
             f"{ratio('ratio_vs_drake_sap')} | {work('polygons_per_world_step')} | {work('iterations_per_world_step')} | {stage} |"
         )
     return "\n".join(lines)
@@ -284,6 +301,8 @@ def main(argv=None) -> int:
     p.add_argument("--worlds", help="dynamics: comma-separated world counts (default: each case's own list)")
     p.add_argument("--max-worlds", type=int, help="dynamics: skip world counts above this")
     p.add_argument("--schedule", choices=["world", "contact"], help="dynamics: solver schedule (default: the backend's)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,
                    help="dynamics: run Drake in this many processes at once (one per core) and report their total world-steps/s")
     p.add_argument("--append", action="store_true", help="add to --out instead of replacing it (one meta line per run)")
@@ -297,7 +316,7 @@ def main(argv=None) -> int:
         if args.suite == "contact":
             contact_worker(args.arch, names, args.quick)
         else:
-            dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule)
+            dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic)
         return 0
     rows: list[dict] = []
     # One worker process per case (and per world count for dynamics): Taichi has one backend per
@@ -314,6 +333,8 @@ def main(argv=None) -> int:
                 cmd += ["--worker-worlds", str(worlds)]
             if args.schedule:
                 cmd += ["--schedule", args.schedule]
+            if args.deterministic:
+                cmd.append("--deterministic")
             if args.quick:
                 cmd.append("--quick")
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
