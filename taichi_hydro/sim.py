@@ -18,7 +18,7 @@ from .backend import current_arch, current_precision, require_init, spend_launch
 from .broadphase import C_POLYGONS
 from .collision import Capacities, Collision
 from .errors import CapacityError, SceneError
-from .model import DeviceModel, build_model, check_supported
+from .model import P_BODY_HI, P_BODY_LO, DeviceModel, build_model, check_supported
 from .plan import Plan, ndarray_dtype
 from .scan import block_count, block_sum_size, scan_add, scan_blocks, scan_sums
 from .scene import Scene
@@ -125,7 +125,6 @@ class Simulator:
     def _body_pairs(self):
         """The pairs each body takes part in, as device arrays (start (B + 1,), pairs): the
         gather lists of the deterministic mode."""
-        from .model import P_BODY_HI, P_BODY_LO
         B, pair_i = len(self.scene.bodies), self.data.pair_i
         lists = [[p for p in range(len(pair_i)) if b in (pair_i[p, P_BODY_LO], pair_i[p, P_BODY_HI])] for b in range(B)]
         start = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)

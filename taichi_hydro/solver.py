@@ -25,7 +25,9 @@ an iteration (|S^2 delta gamma_i|), or at the iteration cap.
 
 Two schedules, same arithmetic: "world" runs every iteration of a world in one thread (one
 launch per step: the CPU default); "contact" runs one launch per iteration over all contacts
-of all worlds with atomic accumulation (the GPU default; converged worlds idle)."""
+of all worlds with atomic accumulation (the GPU default; converged worlds idle). In the
+deterministic mode the contact schedule stores each sweep's changes and every body gathers
+its own (deterministic.gather_impulses) instead of the atomics."""
 
 import taichi as ti
 
