@@ -2,16 +2,21 @@
 
 1. world boxes of the mesh geometries; pair activity per world (box overlap, or box below the
    plane for half-space pairs) and, for hashed pairs, the intersection box;
-2. per geometry, the union of its active pairs' intersection boxes ("region"): elements outside
-   it cannot touch anything, and big elements (a floor) are clamped to it;
-3. a spatial hash keyed by (world, cell): elements append their cells, count per bucket ->
-   exclusive scan -> scatter;
-4. element pairs of different geometries sharing a cell, whose boxes overlap, reported once
-   (only in the cell holding the minimum corner of their box intersection).
+2. per geometry, its active pairs and their intersection boxes ("region"): elements outside
+   every box cannot touch anything, and each element's box is clamped to the hull of its
+   overlaps with them (a big floor triangle shrinks to the patch it can touch);
+3. a spatial hash keyed by (world, geometry, cell): elements append their cells, count per
+   bucket -> exclusive scan -> scatter;
+4. for every entry of an active pair's geometry a, the entries of geometry b in the same cell
+   (one bucket lookup) whose boxes overlap, reported once (only in the cell holding the
+   minimum corner of their box intersection). Keying by geometry means elements of one body
+   are never compared with each other: with a coarse cell (2x the median element) a sphere's
+   tets all meet near its centre, and comparing them cost 2/3 of the pair tests.
 """
 
 import taichi as ti
 
+from . import hashing
 from .math3d import quat_to_mat
 from .model import G_BODY, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, PairType
 
@@ -24,6 +29,9 @@ box3 = ti.types.matrix(2, 3, float)
 
 KIND_TETMESH, KIND_TRIMESH, KIND_HALFSPACE = 0, 1, 2
 BIG = 1e30
+# Boxes kept per (world, geometry) to clamp elements to (one per active pair; past this many,
+# their union). More boxes clamp tighter; each costs 24 bytes per world and geometry.
+REGION_BOXES = 8
 
 # counts[] slots
 C_ACTIVE, C_ENTRIES, C_CANDIDATES, C_POLYGONS = 0, 1, 2, 3
@@ -78,14 +86,23 @@ def transformed_box(local: box3, R: ti.math.mat3, p: vec3) -> box3:
 
 
 @ti.func
-def hash_cell(w: ti.i32, ix: ti.i32, iy: ti.i32, iz: ti.i32, mask: ti.i32) -> ti.i32:
-    h = (
-        ti.cast(ix, ti.u32) * ti.u32(73856093)
-        ^ ti.cast(iy, ti.u32) * ti.u32(19349663)
-        ^ ti.cast(iz, ti.u32) * ti.u32(83492791)
-        ^ ti.cast(w, ti.u32) * ti.u32(2654435761)
-    )
-    return ti.cast(h & ti.cast(mask, ti.u32), ti.i32)
+def geometry_box(local: box3, ball: vec4, R: ti.math.mat3, p: vec3) -> box3:
+    """World box of a geometry under its body's pose (R, p): the rotated body-frame box cut by
+    the box of the bounding ball (the ball's is the tighter one for a round body that turns)."""
+    c = R @ vec3(ball[0], ball[1], ball[2]) + p
+    return intersect(transformed_box(local, R, p), make_box(c - ball[3], c + ball[3]))
+
+
+@ti.func
+def hash_cell(w: ti.i32, g: ti.i32, ix: ti.i32, iy: ti.i32, iz: ti.i32, mask: ti.i32) -> ti.i32:
+    """Bucket of geometry g's entries in cell (ix, iy, iz) of world w."""
+    h = ti.u32(0x811C9DC5)
+    h = hashing.combine(h, w)
+    h = hashing.combine(h, g)
+    h = hashing.combine(h, ix)
+    h = hashing.combine(h, iy)
+    h = hashing.combine(h, iz)
+    return hashing.slot(h, mask)
 
 
 @ti.func
@@ -109,6 +126,7 @@ def pair_activity(
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
     geom_box_G: nd(dtype=box3, ndim=1),
+    geom_ball_G: nd(dtype=vec4, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
@@ -128,8 +146,8 @@ def pair_activity(
             active = 0
         elif t == PairType.TET_TET or t == PairType.TET_TRI:
             ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
-            box_a = transformed_box(geom_box_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])
-            box_b = transformed_box(geom_box_G[gb], quat_to_mat(body_q[w, bb]), body_p[w, bb])
+            box_a = geometry_box(geom_box_G[ga], geom_ball_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])
+            box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], quat_to_mat(body_q[w, bb]), body_p[w, bb])
             inter = intersect(box_a, box_b)
             active = box_valid(inter)
         else:
@@ -137,7 +155,7 @@ def pair_activity(
             if t == PairType.SLAB_TRI:
                 mesh, plane = gb, ga
             bm, bh = geom_i[mesh][G_BODY], geom_i[plane][G_BODY]
-            box_m = transformed_box(geom_box_G[mesh], quat_to_mat(body_q[w, bm]), body_p[w, bm])
+            box_m = geometry_box(geom_box_G[mesh], geom_ball_G[mesh], quat_to_mat(body_q[w, bm]), body_p[w, bm])
             n = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
             # Lowest corner of the box along n, relative to the plane.
             lowest = 0.0
@@ -156,19 +174,31 @@ def geometry_regions(
     geom_pair_list: nd(dtype=ti.i32, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
-    geom_region: nd(dtype=box3, ndim=2),
+    geom_region: nd(dtype=box3, ndim=3),
+    geom_region_pair: nd(dtype=ti.i32, ndim=3),
+    geom_region_n: nd(dtype=ti.i32, ndim=2),
 ):
-    """Writes geom_region[w, g]: union of the intersection boxes of g's active hashed pairs
-    (an invalid box when there is none)."""
+    """Writes the region of geometry g in world w: the intersection boxes of g's active hashed
+    pairs, geom_region[w, g, :n], their pair ids geom_region_pair[w, g, :n], and their number
+    n = geom_region_n[w, g] (0: no active pair). With n > REGION_BOXES, slot 0 holds the union
+    of the boxes and the pair ids are not kept."""
     W = pair_active.shape[0]
     G = geom_i.shape[0]
+    K = geom_region.shape[2]
     for w, g in ti.ndrange(W, G):
         region = empty_box()
+        n = 0
         for k in range(geom_pair_start[g], geom_pair_start[g + 1]):
             p = geom_pair_list[k]
             if pair_active[w, p] == 1:
                 region = union(region, pair_box[w, p])
-        geom_region[w, g] = region
+                if n < K:
+                    geom_region[w, g, n] = pair_box[w, p]
+                    geom_region_pair[w, g, n] = p
+                n += 1
+        if n > K:
+            geom_region[w, g, 0] = region
+        geom_region_n[w, g] = n
 
 
 @ti.func
@@ -199,7 +229,8 @@ def insert_elements(
     hash_elem_geom: nd(dtype=ti.i32, ndim=1),
     tet_X_G: nd(dtype=ti.types.matrix(4, 3, float), ndim=1),
     tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
-    geom_region: nd(dtype=box3, ndim=2),
+    geom_region: nd(dtype=box3, ndim=3),
+    geom_region_n: nd(dtype=ti.i32, ndim=2),
     inv_cell: float,
     hash_count: ti.i32,
     counts: nd(dtype=ti.i32, ndim=1),
@@ -210,21 +241,31 @@ def insert_elements(
     ent_bucket: nd(dtype=ti.i32, ndim=1),
     bucket_count: nd(dtype=ti.i32, ndim=1),
 ):
-    """Every hashed element inside its geometry's region: appends an active record (world,
-    element, box clamped to the region) and one entry per cell it covers, and counts entries
-    per bucket. Overflowing appends are counted but not written."""
+    """Every hashed element that meets its geometry's region: appends an active record (world,
+    element, box clamped to the region: the hull of its overlaps with the region's boxes) and
+    one entry per cell it covers, and counts entries per bucket. Overflowing appends are
+    counted but not written.
+
+    Clamping keeps every candidate: elements of a pair can only overlap inside the pair's
+    box, so the overlap of two clamped boxes equals the overlap of the element boxes."""
     W = body_p.shape[0]
     act_cap = act_box.shape[0]
     ent_cap = ent_key.shape[0]
     mask = bucket_count.shape[0] - 2  # bucket_count has 2^k + 1 slots
     for w, h in ti.ndrange(W, hash_count):
         g = hash_elem_geom[h]
-        region = geom_region[w, g]
-        if box_valid(region) == 1:
+        n_region = geom_region_n[w, g]
+        if n_region > 0:
             gi = geom_i[g]
             b = gi[G_BODY]
             idx = gi[G_POOL_START] + h - gi[G_HASH_START]
-            box = intersect(element_box(gi[G_KIND], idx, tet_X_G, tri_X_G, quat_to_mat(body_q[w, b]), body_p[w, b]), region)
+            elem = element_box(gi[G_KIND], idx, tet_X_G, tri_X_G, quat_to_mat(body_q[w, b]), body_p[w, b])
+            box = empty_box()
+            n_box = n_region if n_region <= geom_region.shape[2] else 1  # else slot 0: the union
+            for k in range(n_box):
+                part = intersect(elem, geom_region[w, g, k])
+                if box_valid(part) == 1:
+                    box = union(box, part)
             if box_valid(box) == 1:
                 a = ti.atomic_add(counts[C_ACTIVE], 1)
                 if a < act_cap:
@@ -241,7 +282,7 @@ def insert_elements(
                             ix = lo[0] + k % span[0]
                             iy = lo[1] + (k // span[0]) % span[1]
                             iz = lo[2] + k // (span[0] * span[1])
-                            bucket = hash_cell(w, ix, iy, iz, mask)
+                            bucket = hash_cell(w, g, ix, iy, iz, mask)
                             ent_key[e] = ivec4(w, ix, iy, iz)
                             ent_act[e] = a
                             ent_bucket[e] = bucket
@@ -263,56 +304,71 @@ def scatter_entries(
         sorted_ent[pos] = e
 
 
+@ti.func
+def same_cell(a: ivec4, b: ivec4) -> ti.i32:
+    return 1 if (a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and a[3] == b[3]) else 0
+
+
 @ti.kernel
 def find_candidates(
     counts: nd(dtype=ti.i32, ndim=1),
     sorted_ent: nd(dtype=ti.i32, ndim=1),
     ent_key: nd(dtype=ivec4, ndim=1),
     ent_act: nd(dtype=ti.i32, ndim=1),
-    ent_bucket: nd(dtype=ti.i32, ndim=1),
     bucket_start: nd(dtype=ti.i32, ndim=1),
     act_we: nd(dtype=ti.math.ivec2, ndim=1),
     act_box: nd(dtype=box3, ndim=1),
     hash_elem_geom: nd(dtype=ti.i32, ndim=1),
     geom_i: nd(dtype=ivec8, ndim=1),
-    pair_table: nd(dtype=ti.i32, ndim=2),
+    geom_pair_start: nd(dtype=ti.i32, ndim=1),
+    geom_pair_list: nd(dtype=ti.i32, ndim=1),
+    geom_region_pair: nd(dtype=ti.i32, ndim=3),
+    geom_region_n: nd(dtype=ti.i32, ndim=2),
     pair_i: nd(dtype=ivec8, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
     inv_cell: float,
     cand: nd(dtype=ivec4, ndim=1),
 ):
     """Appends candidates (world, pair, element of geometry a, element of geometry b): element
-    pairs of a hashed pair that share a cell and whose boxes overlap, each once."""
+    pairs of an active hashed pair that share a cell and whose boxes overlap, each once. Each
+    entry of a pair's geometry a looks up the bucket of geometry b in its cell (buckets are
+    keyed by geometry, so elements of the same body are never compared), and a pair is
+    reported only in the cell that holds the minimum corner of the boxes' overlap."""
     n = ti.min(counts[C_ENTRIES], sorted_ent.shape[0])
     cap = cand.shape[0]
-    for i in range(n):
-        e = sorted_ent[i]
+    mask = bucket_start.shape[0] - 2
+    K = geom_region_pair.shape[2]
+    for e in range(n):
         key = ent_key[e]
-        end = bucket_start[ent_bucket[e] + 1]
-        ai = ent_act[e]
         w = key[0]
-        hi_ = act_we[ai][1]
-        gi_ = hash_elem_geom[hi_]
-        box_i = act_box[ai]
-        for j in range(i + 1, end):
-            e2 = sorted_ent[j]
-            key2 = ent_key[e2]
-            if key2[0] == key[0] and key2[1] == key[1] and key2[2] == key[2] and key2[3] == key[3]:
-                aj = ent_act[e2]
-                hj = act_we[aj][1]
-                gj = hash_elem_geom[hj]
-                if gj != gi_:
-                    p = pair_table[gi_, gj]
-                    if p >= 0:
-                        if pair_active[w, p] == 1:
-                            inter = intersect(box_i, act_box[aj])
+        ai = ent_act[e]
+        h = act_we[ai][1]
+        g = hash_elem_geom[h]
+        box_e = act_box[ai]
+        n_pairs = geom_region_n[w, g]
+        listed = n_pairs <= K  # else scan g's pair list
+        n_scan = n_pairs if listed else geom_pair_start[g + 1] - geom_pair_start[g]
+        for k in range(n_scan):
+            p = -1
+            if listed:
+                p = geom_region_pair[w, g, k]
+            else:
+                q = geom_pair_list[geom_pair_start[g] + k]
+                if pair_active[w, q] == 1:
+                    p = q
+            if p >= 0 and pair_i[p][P_GEOM_A] == g:
+                gb = pair_i[p][P_GEOM_B]
+                bucket = hash_cell(w, gb, key[1], key[2], key[3], mask)
+                for j in range(bucket_start[bucket], bucket_start[bucket + 1]):
+                    e2 = sorted_ent[j]
+                    if same_cell(ent_key[e2], key) == 1:
+                        aj = ent_act[e2]
+                        h2 = act_we[aj][1]
+                        if hash_elem_geom[h2] == gb:
+                            inter = intersect(box_e, act_box[aj])
                             if box_valid(inter) == 1:
                                 c = cell_of(box_lo(inter), inv_cell)
                                 if c[0] == key[1] and c[1] == key[2] and c[2] == key[3]:
-                                    la = hi_ - geom_i[gi_][G_HASH_START]
-                                    lb = hj - geom_i[gj][G_HASH_START]
-                                    if pair_i[p][P_GEOM_A] != gi_:
-                                        la, lb = lb, la
-                                    k = ti.atomic_add(counts[C_CANDIDATES], 1)
-                                    if k < cap:
-                                        cand[k] = ivec4(w, p, la, lb)
+                                    k_out = ti.atomic_add(counts[C_CANDIDATES], 1)
+                                    if k_out < cap:
+                                        cand[k_out] = ivec4(w, p, h - geom_i[g][G_HASH_START], h2 - geom_i[gb][G_HASH_START])

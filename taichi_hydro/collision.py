@@ -25,7 +25,7 @@ __all__ = ["Capacities", "Collision", "PolygonPool"]
 CAPACITY_NAMES = ("active_elements", "cell_entries", "candidates", "polygons")
 POOL_ARGS = ("poly_i", "poly_g", "poly_c", "poly_n", "poly_nv", "poly_v", "poly_vp")
 MODEL_ARGS = (
-    "tet_X_G", "tet_p", "tet_grad_G", "tri_X_G", "tri_n_G", "geom_i", "geom_f", "geom_box_G", "hash_elem_geom", "pair_i",
+    "tet_X_G", "tet_p", "tet_grad_G", "tri_X_G", "tri_n_G", "geom_i", "geom_f", "geom_box_G", "geom_ball_G", "hash_elem_geom", "pair_i",
     "pair_table", "geom_pair_start", "geom_pair_list", "plane_task",
 )
 
@@ -106,7 +106,9 @@ class Collision:
         self.geom_scale = model.geom_scale
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(bp.box3, (W, P))
-        self.geom_region = ti.ndarray(bp.box3, (W, G))
+        self.geom_region = ti.ndarray(bp.box3, (W, G, bp.REGION_BOXES))
+        self.geom_region_pair = ti.ndarray(ti.i32, (W, G, bp.REGION_BOXES))
+        self.geom_region_n = ti.ndarray(ti.i32, (W, G))
         self.use_graph = use_graph
         self.plan = self._build_plan()
         self.caps = capacities or Capacities.for_model(model, worlds)
@@ -144,11 +146,14 @@ class Collision:
         plan = Plan("collide").add(bp.clear_hash, "counts", "bucket_start")
         if m.pair_count == 0:
             return plan
-        plan.add(bp.pair_activity, "world_status", "body_p", "body_q", "geom_i", "geom_box_G", "pair_i", "pair_active", "pair_box")
+        plan.add(bp.pair_activity, "world_status", "body_p", "body_q", "geom_i", "geom_box_G", "geom_ball_G", "pair_i", "pair_active",
+                 "pair_box")
         if m.hash_elem_count > 0:
-            plan.add(bp.geometry_regions, "geom_i", "geom_pair_start", "geom_pair_list", "pair_active", "pair_box", "geom_region")
+            plan.add(bp.geometry_regions, "geom_i", "geom_pair_start", "geom_pair_list", "pair_active", "pair_box", "geom_region",
+                     "geom_region_pair", "geom_region_n")
             plan.add(
-                bp.insert_elements, "body_p", "body_q", "geom_i", "hash_elem_geom", "tet_X_G", "tri_X_G", "geom_region", "inv_cell",
+                bp.insert_elements, "body_p", "body_q", "geom_i", "hash_elem_geom", "tet_X_G", "tri_X_G", "geom_region", "geom_region_n",
+                "inv_cell",
                 "hash_count", "counts", "act_we", "act_box", "ent_key", "ent_act", "ent_bucket", "bucket_start",
             )
             plan.add(scan_blocks, "bucket_start", "scan_scratch", "bucket_count")
@@ -156,8 +161,9 @@ class Collision:
             plan.add(scan_add, "bucket_start", "bucket_cursor", "scan_scratch", "bucket_count")
             plan.add(bp.scatter_entries, "counts", "ent_bucket", "bucket_cursor", "sorted_ent")
             plan.add(
-                bp.find_candidates, "counts", "sorted_ent", "ent_key", "ent_act", "ent_bucket", "bucket_start", "act_we", "act_box",
-                "hash_elem_geom", "geom_i", "pair_table", "pair_i", "pair_active", "inv_cell", "cand",
+                bp.find_candidates, "counts", "sorted_ent", "ent_key", "ent_act", "bucket_start", "act_we", "act_box", "hash_elem_geom",
+                "geom_i", "geom_pair_start", "geom_pair_list", "geom_region_pair", "geom_region_n", "pair_i", "pair_active", "inv_cell",
+                "cand",
             )
             plan.add(np_.clip_candidates, "counts", "cand", "body_p", "body_q", "geom_i", "pair_i", "tet_X_G", "tet_p", "tet_grad_G",
                      "tri_X_G", "tri_n_G", "geom_scale", "merge_rel", *POOL_ARGS)
@@ -173,6 +179,7 @@ class Collision:
         args.update(
             counts=self.counts, world_status=self.world_status, geom_scale=self.geom_scale,
             pair_active=self.pair_active, pair_box=self.pair_box, geom_region=self.geom_region,
+            geom_region_pair=self.geom_region_pair, geom_region_n=self.geom_region_n,
             act_we=self.act_we, act_box=self.act_box, ent_key=self.ent_key, ent_act=self.ent_act, ent_bucket=self.ent_bucket,
             sorted_ent=self.sorted_ent, bucket_start=self.bucket_start, bucket_cursor=self.bucket_cursor,
             scan_scratch=self.scan_scratch, cand=self.cand, inv_cell=float(self.inv_cell), hash_count=int(m.hash_elem_count),

@@ -50,6 +50,8 @@ class ModelData:
       element range (-1 if the geometry is in no hashed pair).
     geom_f (G, 4): modulus E [Pa], slab gradient E/H [Pa/m], margin [m], element size [m].
     geom_box_G (G, 2, 3): body-frame bounding box [m] (meshes only).
+    geom_ball_G (G, 4): body-frame bounding ball, centre [m] and radius [m] (meshes only): its
+      world box does not grow when the body turns, unlike the rotated box's.
     hash_elem_geom (H,): geometry of each hashed element.
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
       output normal points from the lower body index to the higher), lower body, higher body.
@@ -75,6 +77,7 @@ class ModelData:
     geom_i: np.ndarray
     geom_f: np.ndarray
     geom_box_G: np.ndarray
+    geom_ball_G: np.ndarray
     hash_elem_geom: np.ndarray
     pair_i: np.ndarray
     pair_f: np.ndarray
@@ -135,6 +138,7 @@ def build_model(scene: Scene) -> ModelData:
     geom_i = np.zeros((G, 8), dtype=np.int32)
     geom_f = np.zeros((G, 4), dtype=np.float64)
     geom_box = np.zeros((G, 2, 3), dtype=np.float64)
+    geom_ball = np.zeros((G, 4), dtype=np.float64)
     for g, geo in enumerate(geoms):
         geom_i[g, G_BODY] = g
         geom_i[g, G_KIND] = geo.kind
@@ -167,6 +171,8 @@ def build_model(scene: Scene) -> ModelData:
         else:
             continue
         geom_box[g] = (x.min(axis=0), x.max(axis=0))
+        centre = 0.5 * (geom_box[g, 0] + geom_box[g, 1])
+        geom_ball[g] = (*centre, float(np.linalg.norm(x - centre, axis=1).max()))
         geom_f[g, 3] = float(np.median(np.ptp(edges, axis=1).max(axis=1)))
 
     # Pairs: every pair of bodies that can make a hydroelastic surface, except two static ones.
@@ -248,6 +254,7 @@ def build_model(scene: Scene) -> ModelData:
         geom_i=geom_i,
         geom_f=geom_f,
         geom_box_G=geom_box,
+        geom_ball_G=geom_ball,
         hash_elem_geom=np.array(hash_elem_geom, dtype=np.int32),
         pair_i=pair_i,
         pair_f=pair_f,
@@ -324,6 +331,7 @@ class DeviceModel:
         self.geom_i = _upload(ivec8, data.geom_i)
         self.geom_f = _upload(vec4, data.geom_f)
         self.geom_box_G = _upload(ti.types.matrix(2, 3, float), data.geom_box_G)
+        self.geom_ball_G = _upload(vec4, data.geom_ball_G)
         self.hash_elem_geom = _upload(ti.i32, data.hash_elem_geom)
         self.pair_i = _upload(ivec8, data.pair_i)
         P = len(data.pair_i)

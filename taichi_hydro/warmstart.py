@@ -12,6 +12,7 @@ cold, like a fresh simulator. When the pools grow, the entries move to the large
 
 import taichi as ti
 
+from . import hashing
 from .broadphase import ivec4
 
 nd = ti.types.ndarray
@@ -21,13 +22,10 @@ mat3 = ti.math.mat3
 
 @ti.func
 def key_slot(key: ivec4, mask: ti.i32) -> ti.i32:
-    h = (
-        ti.cast(key[0], ti.u32) * ti.u32(2654435761)
-        ^ ti.cast(key[1], ti.u32) * ti.u32(40503)
-        ^ ti.cast(key[2], ti.u32) * ti.u32(73856093)
-        ^ ti.cast(key[3], ti.u32) * ti.u32(19349663)
-    )
-    return ti.cast(h & ti.cast(mask, ti.u32), ti.i32)
+    h = ti.u32(0x811C9DC5)
+    for k in ti.static(range(4)):
+        h = hashing.combine(h, key[k])
+    return hashing.slot(h, mask)
 
 
 @ti.func
