@@ -230,7 +230,7 @@ def finalize_contacts(
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
 ):
-    """Writes c_reg = (R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n [1/sqrt(kg)], 0, 0, 0) and
+    """Writes c_reg = (R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n [1/sqrt(kg)], mu, 1/s_t, 1/s_n) and
     c_gamma, the warm-start impulse (contact frame, projected on the friction cone).
     s_t^2 and s_n^2 are the diagonal of W_ii^split + R_i (mass splitting, Tonge 2012: each
     body's mass is shared among its contacts), the metric of the solver's local step."""
@@ -257,11 +257,12 @@ def finalize_contacts(
         Ws += body_delassus(nb * body_inv_mass[wm, b], nb * body_inv_inertia_W[w, b], c_rb[c], frame)
         s_t = ti.sqrt(0.5 * (Ws[0, 0] + Ws[1, 1]) + Rt)
         s_n = ti.sqrt(Ws[2, 2] + Rn)
-        c_reg[c] = vec8(Rt, Rn, v_hat, s_t, s_n, 0.0, 0.0, 0.0)
+        mu = pair_f[w % pair_f.shape[0], pair][0]
+        c_reg[c] = vec8(Rt, Rn, v_hat, s_t, s_n, mu, 1.0 / s_t, 1.0 / s_n)
         gamma = vec3(0.0)
         if warm_start == 1:
             found, impulse = lookup(c_key[c], table_key, table_val, table_occ)
             if found == 0 and pair_weight[w, pair] > 0.0:
                 impulse = (ti.max(model[3], 0.0) / pair_weight[w, pair]) * pair_impulse[w, pair]
-            gamma = project_cone(frame @ impulse, pair_f[w % pair_f.shape[0], pair][0])
+            gamma = project_cone(frame @ impulse, mu)
         c_gamma[c] = gamma

@@ -464,7 +464,7 @@ class Simulator:
         stages.append(("assemble", len(plan.launches)))
         if self.schedule == "world":
             plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
-                     "pair_f", "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
+                     "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
                      "gauss_seidel", "world_stats")
         else:
             gather = ("world_status", "world_stats", "body_pair_start", "body_pairs", "pair_i", "pair_first", "pair_end", "c_frame",
@@ -478,7 +478,7 @@ class Simulator:
             plan.add(sv.start_contact_schedule, "world_start", "world_stats", "world_residual")
             for _ in range(self.settings.iterations):
                 plan.add(sv.jacobi_contacts, "world_start", "world_status", "world_stats", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg",
-                         "c_gamma", "pair_f", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
+                         "c_gamma", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
                          "world_residual", "omega", "coulomb", "c_delta", "deterministic")
                 if det:
                     plan.add(dm.gather_impulses, *gather, "c_delta", *gather_end, "one")

@@ -48,15 +48,16 @@ def contact_velocity(frame: mat3, ra: vec3, rb: vec3, va: vec3, wa: vec3, vb: ve
 
 
 @ti.func
-def contact_update(gamma: vec3, vc: vec3, reg: vec8, mu: float, omega: float, coulomb: ti.i32) -> vec3:
+def contact_update(gamma: vec3, vc: vec3, reg: vec8, omega: float, coulomb: ti.i32) -> vec3:
     """One projected-Jacobi update of a contact impulse (reg: see contacts.finalize_contacts)."""
     r = vc + vec3(reg[0] * gamma[0], reg[0] * gamma[1], reg[1] * gamma[2] - reg[2])
+    mu = reg[5]
     if coulomb == 1:
         r[2] += mu * ti.sqrt(r[0] * r[0] + r[1] * r[1])
-    s_t, s_n = reg[3], reg[4]
-    scaled = vec3(s_t * gamma[0] - omega * r[0] / s_t, s_t * gamma[1] - omega * r[1] / s_t, s_n * gamma[2] - omega * r[2] / s_n)
-    p = project_cone(scaled, mu * s_t / s_n)
-    return vec3(p[0] / s_t, p[1] / s_t, p[2] / s_n)
+    s_t, s_n, inv_t, inv_n = reg[3], reg[4], reg[6], reg[7]
+    scaled = vec3(s_t * gamma[0] - omega * r[0] * inv_t, s_t * gamma[1] - omega * r[1] * inv_t, s_n * gamma[2] - omega * r[2] * inv_n)
+    p = project_cone(scaled, mu * s_t * inv_n)
+    return vec3(p[0] * inv_t, p[1] * inv_t, p[2] * inv_n)
 
 
 @ti.func
@@ -64,6 +65,20 @@ def velocity_change(delta: vec3, reg: vec8) -> float:
     """|S^2 delta|: the change of contact velocity an impulse change makes [m/s]."""
     st2, sn2 = reg[3] * reg[3], reg[4] * reg[4]
     return vec3(st2 * delta[0], st2 * delta[1], sn2 * delta[2]).norm()
+
+
+@ti.func
+def apply_world_impulse(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, impulse: vec3, ra: vec3, rb: vec3,
+                        body_vc: ti.template(), body_w: ti.template(), body_inv_mass: ti.template(),
+                        body_inv_inertia_W: ti.template()):
+    """v -= M_a^-1 J_a^T impulse, v += M_b^-1 J_b^T impulse (world frame) with plain stores:
+    the calling thread owns world w. An immobile body (inverse mass 0) takes no update."""
+    if body_inv_mass[wm, a] > 0.0:
+        body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
+        body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ ra.cross(impulse)
+    if body_inv_mass[wm, b] > 0.0:
+        body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
+        body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ rb.cross(impulse)
 
 
 @ti.kernel
@@ -77,7 +92,6 @@ def solve_world_serial(
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
     c_delta: nd(dtype=vec3, ndim=1),
-    pair_f: nd(dtype=vec4, ndim=2),
     body_vc: nd(dtype=vec3, ndim=2),
     body_w: nd(dtype=vec3, ndim=2),
     body_inv_mass: nd(dtype=float, ndim=2),
@@ -89,8 +103,10 @@ def solve_world_serial(
     gauss_seidel: ti.i32,
     world_stats: nd(dtype=vec4, ndim=1),
 ):
-    """One thread per world: applies the warm-start impulses, then iterates. Reads and writes
-    c_gamma and the velocities (body_vc: centre of mass, body_w: angular, world frame); writes
+    """One thread per world: applies the warm-start impulses, then sweeps until the residual
+    falls below tolerance or the cap. Gauss-Seidel applies each update at once; Jacobi keeps
+    the sweep's changes in c_delta and applies them after the sweep. Reads and writes c_gamma
+    and the velocities (body_vc: centre of mass, body_w: angular, world frame); writes
     world_stats[w] = (iterations, residual [m/s], contacts, 0)."""
     for w in range(world_start.shape[0] - 1):
         start, end = world_start[w], world_start[w + 1]
@@ -98,45 +114,36 @@ def solve_world_serial(
         residual = 0.0
         if world_status[w] == 0:
             wm = w % body_inv_mass.shape[0]
-            for c in range(start, end):
-                c_delta[c] = c_gamma[c]
-            while True:
-                # Apply the impulse changes of the last sweep (the warm start first).
-                for c in range(start, end):
-                    ids = c_ids[c]
-                    a, b = ids[1], ids[2]
-                    impulse = c_frame[c].transpose() @ c_delta[c]
-                    # Plain load/store: this thread owns the world (no atomics needed).
-                    if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
-                        body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
-                        body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-                    if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
-                        body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
-                        body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
-                if it >= iterations or (it > 0 and residual <= tolerance):
-                    break
+            for c in range(start, end):  # the warm start
+                ids = c_ids[c]
+                apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c], body_vc, body_w,
+                                    body_inv_mass, body_inv_inertia_W)
+            while it < iterations:
                 residual = 0.0
                 for c in range(start, end):
                     ids = c_ids[c]
                     a, b = ids[1], ids[2]
-                    vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
+                    frame = c_frame[c]
+                    ra, rb = c_ra[c], c_rb[c]
+                    vc = contact_velocity(frame, ra, rb, body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
                     reg = c_reg[c]
                     g_old = c_gamma[c]
-                    g_new = contact_update(g_old, vc, reg, pair_f[w % pair_f.shape[0], ids[3]][0], omega, coulomb)
+                    g_new = contact_update(g_old, vc, reg, omega, coulomb)
                     c_gamma[c] = g_new
                     residual = ti.max(residual, velocity_change(g_new - g_old, reg))
                     if gauss_seidel == 1:
-                        impulse = c_frame[c].transpose() @ (g_new - g_old)
-                        if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
-                            body_vc[w, a] = body_vc[w, a] - body_inv_mass[wm, a] * impulse
-                            body_w[w, a] = body_w[w, a] - body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-                        if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
-                            body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
-                            body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
-                        c_delta[c] = vec3(0.0)
+                        apply_world_impulse(w, wm, a, b, frame.transpose() @ (g_new - g_old), ra, rb, body_vc, body_w, body_inv_mass,
+                                            body_inv_inertia_W)
                     else:
                         c_delta[c] = g_new - g_old
+                if gauss_seidel == 0:
+                    for c in range(start, end):
+                        ids = c_ids[c]
+                        apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ c_delta[c], c_ra[c], c_rb[c], body_vc,
+                                            body_w, body_inv_mass, body_inv_inertia_W)
                 it += 1
+                if residual <= tolerance:
+                    break
         world_stats[w] = vec4(it, residual, end - start, 0.0)
 
 
@@ -180,7 +187,6 @@ def jacobi_contacts(
     c_rb: nd(dtype=vec3, ndim=1),
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
-    pair_f: nd(dtype=vec4, ndim=2),
     body_vc: nd(dtype=vec3, ndim=2),
     body_w: nd(dtype=vec3, ndim=2),
     body_dv: nd(dtype=vec3, ndim=2),
@@ -206,7 +212,7 @@ def jacobi_contacts(
             vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
             reg = c_reg[c]
             g_old = c_gamma[c]
-            g_new = contact_update(g_old, vc, reg, pair_f[w % pair_f.shape[0], ids[3]][0], omega, coulomb)
+            g_new = contact_update(g_old, vc, reg, omega, coulomb)
             c_gamma[c] = g_new
             if deterministic == 1:
                 c_delta[c] = g_new - g_old
