@@ -2,7 +2,7 @@
 line per backend (and solver schedule when a backend ran with several), Drake as horizontal
 lines. Every file but the last is a results file (JSON lines); the last is the image.
 
-    python -m bench.plot bench/results/dynamics_2core_lavapipe.json bench/results/dynamics_h100.json bench/results/dynamics_scaling.png
+    python -m bench.plot bench/results/dynamics_2core_epyc.json bench/results/dynamics_h100.json bench/results/dynamics_scaling.png
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ def main(argv=None) -> int:
             pts = sorted((r["worlds"], r["world_steps_per_s"]) for r in ours if r["label"] == label)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
         for r in rows:
-            if r["case"] == case and r["arch"].startswith("drake") and r["world_steps_per_s"] == r["world_steps_per_s"] and r["worlds"] == 1:
+            if r["case"] == case and r["arch"].startswith("drake") and r["world_steps_per_s"] == r["world_steps_per_s"]:
+                n = r["worlds"]  # processes, one world and one thread each
                 ax.axhline(r["world_steps_per_s"], ls="--" if r["arch"].endswith("sap") else ":", color="k",
-                           label=r["arch"] + " (1 world, 1 thread)")
+                           label=r["arch"] + (f" ({n} processes, 1 thread each)" if n > 1 else " (1 world, 1 thread)"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(case)
