@@ -10,8 +10,9 @@
 4. for every entry of an active pair's geometry a, the entries of geometry b in the same cell
    (one bucket lookup) whose boxes overlap, reported once (only in the cell holding the
    minimum corner of their box intersection). Keying by geometry means elements of one body
-   are never compared with each other: with a coarse cell (2x the median element) a sphere's
-   tets all meet near its centre, and comparing them cost 2/3 of the pair tests.
+   are never compared with each other. A sphere's tets all meet at its centre: with (world,
+   cell) keys a quarter of a settled pile's pair tests compared tets of one sphere, and a
+   third were hash collisions between different cells.
 """
 
 import taichi as ti
