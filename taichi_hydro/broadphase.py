@@ -305,11 +305,6 @@ def scatter_entries(
         sorted_ent[pos] = e
 
 
-@ti.func
-def same_cell(a: ivec4, b: ivec4) -> ti.i32:
-    return 1 if (a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and a[3] == b[3]) else 0
-
-
 @ti.kernel
 def find_candidates(
     counts: nd(dtype=ti.i32, ndim=1),
@@ -362,7 +357,7 @@ def find_candidates(
                 bucket = hash_cell(w, gb, key[1], key[2], key[3], mask)
                 for j in range(bucket_start[bucket], bucket_start[bucket + 1]):
                     e2 = sorted_ent[j]
-                    if same_cell(ent_key[e2], key) == 1:
+                    if hashing.same_key(ent_key[e2], key) == 1:
                         aj = ent_act[e2]
                         h2 = act_we[aj][1]
                         if hash_elem_geom[h2] == gb:

@@ -25,6 +25,16 @@ def finish(h: ti.u32) -> ti.u32:
 
 
 @ti.func
+def same_key(a: ti.template(), b: ti.template()) -> ti.i32:
+    """1 when the integer keys a and b (vectors of one length) are equal."""
+    eq = 1
+    for k in ti.static(range(a.n)):
+        if a[k] != b[k]:
+            eq = 0
+    return eq
+
+
+@ti.func
 def slot(h: ti.u32, mask: ti.i32) -> ti.i32:
     """Table slot of the finished hash h in a table of mask + 1 (a power of two) slots."""
     return ti.cast(finish(h) & ti.cast(mask, ti.u32), ti.i32)

@@ -126,9 +126,11 @@ class Simulator:
         """The pairs each body takes part in, as device arrays (start (B + 1,), pairs): the
         gather lists of the deterministic mode."""
         B, pair_i = len(self.scene.bodies), self.data.pair_i
-        lists = [[p for p in range(len(pair_i)) if b in (pair_i[p, P_BODY_LO], pair_i[p, P_BODY_HI])] for b in range(B)]
-        start = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
-        flat = np.array([p for x in lists for p in x] or [0], dtype=np.int32)
+        bodies = np.concatenate([pair_i[:, P_BODY_LO], pair_i[:, P_BODY_HI]])
+        pairs = np.tile(np.arange(len(pair_i), dtype=np.int32), 2)
+        order = np.lexsort((pairs, bodies))  # by body, then pair
+        start = np.concatenate([[0], np.cumsum(np.bincount(bodies, minlength=B))]).astype(np.int32)
+        flat = pairs[order] if len(order) else np.zeros(1, dtype=np.int32)
         out = ti.ndarray(ti.i32, B + 1), ti.ndarray(ti.i32, len(flat))
         spend_launches(2)
         out[0].from_numpy(start)

@@ -81,6 +81,19 @@ def apply_world_impulse(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, impulse: ve
         body_w[w, b] = body_w[w, b] + body_inv_inertia_W[w, b] @ rb.cross(impulse)
 
 
+@ti.func
+def add_impulse(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, impulse: vec3, ra: vec3, rb: vec3, dv: ti.template(),
+                dw: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template()):
+    """dv -= M_a^-1 J_a^T impulse, dv += M_b^-1 J_b^T impulse (and dw for the angular part),
+    atomically: many contacts of a launch share a body. An immobile body takes no update."""
+    if body_inv_mass[wm, a] > 0.0:
+        dv[w, a] -= body_inv_mass[wm, a] * impulse
+        dw[w, a] -= body_inv_inertia_W[w, a] @ ra.cross(impulse)
+    if body_inv_mass[wm, b] > 0.0:
+        dv[w, b] += body_inv_mass[wm, b] * impulse
+        dw[w, b] += body_inv_inertia_W[w, b] @ rb.cross(impulse)
+
+
 @ti.kernel
 def solve_world_serial(
     world_start: nd(dtype=ti.i32, ndim=1),
@@ -167,13 +180,8 @@ def apply_impulses(
         ids = c_ids[c]
         w, a, b = ids[0], ids[1], ids[2]
         wm = w % body_inv_mass.shape[0]
-        impulse = c_frame[c].transpose() @ c_gamma[c]
-        if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
-            body_vc[w, a] -= body_inv_mass[wm, a] * impulse
-            body_w[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-        if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
-            body_vc[w, b] += body_inv_mass[wm, b] * impulse
-            body_w[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+        add_impulse(w, wm, a, b, c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c], body_vc, body_w, body_inv_mass,
+                    body_inv_inertia_W)
 
 
 @ti.kernel
@@ -217,13 +225,8 @@ def jacobi_contacts(
             if deterministic == 1:
                 c_delta[c] = g_new - g_old
             else:
-                impulse = c_frame[c].transpose() @ (g_new - g_old)
-                if body_inv_mass[wm, a] > 0.0:  # an immobile body takes no update
-                    body_dv[w, a] -= body_inv_mass[wm, a] * impulse
-                    body_dw[w, a] -= body_inv_inertia_W[w, a] @ c_ra[c].cross(impulse)
-                if body_inv_mass[wm, b] > 0.0:  # an immobile body takes no update
-                    body_dv[w, b] += body_inv_mass[wm, b] * impulse
-                    body_dw[w, b] += body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+                add_impulse(w, wm, a, b, c_frame[c].transpose() @ (g_new - g_old), c_ra[c], c_rb[c], body_dv, body_dw, body_inv_mass,
+                            body_inv_inertia_W)
             ti.atomic_max(world_residual[w], velocity_change(g_new - g_old, reg))
 
 

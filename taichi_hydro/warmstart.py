@@ -29,11 +29,6 @@ def key_slot(key: ivec4, mask: ti.i32) -> ti.i32:
 
 
 @ti.func
-def same(a: ivec4, b: ivec4) -> ti.i32:
-    return 1 if (a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and a[3] == b[3]) else 0
-
-
-@ti.func
 def lookup(key: ivec4, table_key: ti.template(), table_val: ti.template(), table_occ: ti.template()):
     """(found, world-frame impulse) for `key`."""
     mask = table_key.shape[0] - 1
@@ -43,7 +38,7 @@ def lookup(key: ivec4, table_key: ti.template(), table_val: ti.template(), table
     for _ in range(table_key.shape[0]):
         if table_occ[s] == 0:
             break
-        if same(table_key[s], key) == 1:
+        if hashing.same_key(table_key[s], key) == 1:
             found = 1
             value = table_val[s]
             break
