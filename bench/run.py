@@ -78,14 +78,15 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
 
 
 def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
-                    deterministic: bool = False) -> None:
+                    deterministic: bool = False, method: str | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     The first run (compilation or cache load, pool growth) is timed apart as compile_s; the
     simulator is then reset and the same interval timed again. Stage times come from
     profile_stages() over 20 further steps (one launch at a time with a sync after each, so
     they add up to more than a step takes in the timed run). schedule overrides the scene's
-    solver schedule ("world" or "contact"; default: the backend's). deterministic: time each
+    solver schedule ("world" or "contact"; default: the backend's), method its method
+    ("jacobi", "accelerated", "gauss_seidel"; default: the schedule's). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     import dataclasses
 
@@ -103,6 +104,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             solver = dataclasses.replace(scene.solver, deterministic=det)
             if schedule:
                 solver = dataclasses.replace(solver, schedule=schedule)
+            if method:
+                solver = dataclasses.replace(solver, method=method)
             scene = dataclasses.replace(scene, solver=solver)
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
@@ -301,6 +304,7 @@ def main(argv=None) -> int:
     p.add_argument("--worlds", help="dynamics: comma-separated world counts (default: each case's own list)")
     p.add_argument("--max-worlds", type=int, help="dynamics: skip world counts above this")
     p.add_argument("--schedule", choices=["world", "contact"], help="dynamics: solver schedule (default: the backend's)")
+    p.add_argument("--method", choices=["jacobi", "accelerated", "gauss_seidel"], help="dynamics: solver method (default: the schedule's)")
     p.add_argument("--deterministic", action="store_true",
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,
@@ -316,7 +320,7 @@ def main(argv=None) -> int:
         if args.suite == "contact":
             contact_worker(args.arch, names, args.quick)
         else:
-            dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic)
+            dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method)
         return 0
     rows: list[dict] = []
     # One worker process per case (and per world count for dynamics): Taichi has one backend per
@@ -333,6 +337,8 @@ def main(argv=None) -> int:
                 cmd += ["--worker-worlds", str(worlds)]
             if args.schedule:
                 cmd += ["--schedule", args.schedule]
+            if args.method:
+                cmd += ["--method", args.method]
             if args.deterministic:
                 cmd.append("--deterministic")
             if args.quick:

@@ -109,9 +109,11 @@ class SolverSettings:
     schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
       CPU default), "contact" (one thread per contact per iteration: the GPU default).
     method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
-      splitting) or "gauss_seidel" (each update applied at once: only with the "world"
-      schedule). "auto": Gauss-Seidel for the world schedule, Jacobi for the contact schedule.
-      Both have the same fixed point (tests/test_dynamics.py::test_solver_methods_agree).
+      splitting), "accelerated" (Jacobi with Nesterov momentum and gradient restart, see
+      solver.py: the same sweeps, converging in fewer of them) or "gauss_seidel" (each update
+      applied at once: only with the "world" schedule). "auto": Gauss-Seidel for the world
+      schedule, accelerated Jacobi for the contact schedule. All three have the same fixed
+      point (tests/test_dynamics.py::test_solver_methods_agree).
     deterministic [false]: results independent of thread timing, bit for bit from run to run
       and equal to a one-world run world by world: contacts are sorted within each world and
       float sums are gathered in that order instead of accumulated by atomics (see
@@ -367,7 +369,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         sigma=st.number("sigma", 1e-3, nonneg=True),
         warm_start=st.boolean("warm_start", True),
         schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
-        method=st.string("method", "auto", choices=("auto", "jacobi", "gauss_seidel")),
+        method=st.string("method", "auto", choices=("auto", "jacobi", "accelerated", "gauss_seidel")),
         deterministic=st.boolean("deterministic", False),
     )
     if solver.method == "gauss_seidel" and solver.schedule == "contact":

@@ -79,7 +79,7 @@ class Simulator:
             self.schedule = "contact" if current_arch() == "cuda" else "world"
         self.method = self.settings.method
         if self.method == "auto":
-            self.method = "gauss_seidel" if self.schedule == "world" else "jacobi"
+            self.method = "gauss_seidel" if self.schedule == "world" else "accelerated"
         if self.method == "gauss_seidel" and self.schedule == "contact":
             raise SceneError(f"{scene.source}: [solver] method gauss_seidel needs schedule \"world\"")
         self.dt = scene.dt
@@ -100,6 +100,11 @@ class Simulator:
         self.body_torque = ti.ndarray(vec3, (W, B))
         self.world_stats = ti.ndarray(vec4, W)
         self.world_residual = ti.ndarray(float, W)
+        self.world_momentum = ti.ndarray(float, W)
+        self.world_beta = ti.ndarray(float, W)
+        self.body_vx = ti.ndarray(vec3, (W, B))
+        self.body_wx = ti.ndarray(vec3, (W, B))
+        self.world_restart = ti.ndarray(float, W)
         self.world_start = ti.ndarray(ti.i32, W + 1)
         self.world_cursor = ti.ndarray(ti.i32, W + 1)
         self.world_scratch = ti.ndarray(ti.i32, block_sum_size(W))
@@ -403,6 +408,8 @@ class Simulator:
         self.c_reg = ti.ndarray(ti.types.vector(8, float), C)
         self.c_gamma = ti.ndarray(vec3, C)
         self.c_delta = ti.ndarray(vec3, C)
+        self.c_prev = ti.ndarray(vec3, C)
+        self.c_restart = ti.ndarray(float, C)
         self._rows_capacity = C
 
     def _table(self) -> tuple:
@@ -426,11 +433,13 @@ class Simulator:
             pair_impulse=self.pair_impulse, max_counts=self.max_counts, stat_sums=self.stat_sums,
             poly_slot=self.poly_slot, c_ids=self.c_ids, c_key=self.c_key, table_key=self.table_key, table_val=self.table_val,
             table_occ=self.table_occ, c_frame=self.c_frame, c_ra=self.c_ra, c_rb=self.c_rb,
-            c_model=self.c_model, c_reg=self.c_reg, c_gamma=self.c_gamma, c_delta=self.c_delta,
+            c_model=self.c_model, c_reg=self.c_reg, c_gamma=self.c_gamma, c_delta=self.c_delta, c_prev=self.c_prev, c_restart=self.c_restart,
+            world_momentum=self.world_momentum, world_restart=self.world_restart, world_beta=self.world_beta, body_vx=self.body_vx,
+            body_wx=self.body_wx, accelerated=int(self.method == "accelerated"),
             dt=float(self.dt), beta=float(st.beta), sigma=float(st.sigma), warm_start=int(st.warm_start),
             iterations=int(st.iterations), tolerance=float(st.tolerance), omega=float(st.relaxation),
             coulomb=int(st.mode == "coulomb"), gauss_seidel=int(self.method == "gauss_seidel"),
-            split=int(self.method == "jacobi"), deterministic=int(st.deterministic), pair_rows=self.pair_rows,
+            split=int(self.method != "gauss_seidel"), deterministic=int(st.deterministic), pair_rows=self.pair_rows,
             pair_first=self.pair_first, pair_end=self.pair_end, row_poly=self.row_poly,
             body_pair_start=self.body_pair_start, body_pairs=self.body_pairs, n_polygons=int(C_POLYGONS), zero=0, one=1,
         )
@@ -467,7 +476,7 @@ class Simulator:
         if self.schedule == "world":
             plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
                      "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
-                     "gauss_seidel", "world_stats")
+                     "gauss_seidel", "accelerated", "c_prev", "world_stats")
         else:
             gather = ("world_status", "world_stats", "body_pair_start", "body_pairs", "pair_i", "pair_first", "pair_end", "c_frame",
                       "c_ra", "c_rb")
@@ -477,15 +486,21 @@ class Simulator:
             else:
                 plan.add(sv.apply_impulses, "world_start", "c_ids", "c_frame", "c_ra", "c_rb", "c_gamma", "body_vc", "body_wc",
                          "body_inv_mass", "body_inv_inertia_W")
-            plan.add(sv.start_contact_schedule, "world_start", "world_stats", "world_residual")
+            plan.add(sv.start_contact_schedule, "world_start", "world_stats", "world_residual", "world_momentum", "world_beta",
+                     "world_restart", "body_vc", "body_wc", "body_vx", "body_wx")
+            accelerated = self.method == "accelerated"
             for _ in range(self.settings.iterations):
                 plan.add(sv.jacobi_contacts, "world_start", "world_status", "world_stats", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg",
-                         "c_gamma", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
-                         "world_residual", "omega", "coulomb", "c_delta", "deterministic")
+                         "c_gamma", "c_prev", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
+                         "world_residual", "world_beta", "world_restart", "c_restart", "omega", "coulomb", "c_delta", "deterministic",
+                         "accelerated")
+                if accelerated and det:
+                    plan.add(sv.sum_world_restart, "world_start", "world_status", "world_stats", "c_restart", "world_restart")
                 if det:
                     plan.add(dm.gather_impulses, *gather, "c_delta", *gather_end, "one")
-                plan.add(sv.jacobi_bodies, "world_start", "world_status", "body_vc", "body_wc", "body_dv", "body_dw", "world_residual",
-                         "world_stats", "tolerance")
+                plan.add(sv.jacobi_bodies, "world_start", "world_status", "body_vc", "body_wc", "body_dv", "body_dw", "body_vx", "body_wx",
+                         "world_residual", "world_stats", "world_momentum", "world_beta", "world_restart", "tolerance", "iterations",
+                         "accelerated")
         stages.append(("solve", len(plan.launches)))
         plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
         plan.add(ig.integrate, "world_status", "body_kind", "body_com_B", "body_vc", "body_wc", "dt", "body_p", "body_q", "body_v", "body_w")

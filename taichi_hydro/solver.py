@@ -23,11 +23,27 @@ inequality) while each contact's local problem is well conditioned.
 A world stops iterating when no contact velocity changes by more than `tolerance` [m/s] in
 an iteration (|S^2 delta gamma_i|), or at the iteration cap.
 
+"accelerated": the Jacobi step above is a projected gradient step (step D) on the convex
+problem min 1/2 gamma^T (W + R) gamma + gamma^T (J v* - v_hat) over the cones; Nesterov's
+momentum (the APGD of Chrono: Mazhar, Heyn, Negrut, Tasora 2015) extrapolates from the last
+two iterates x_k, x_k+1:
+    y = x_k+1 + beta_k (x_k+1 - x_k),   t_k+1 = (1 + sqrt(1 + 4 t_k^2)) / 2,   beta_k = (t_k - 1) / t_k+1
+and the next step starts from y (the velocities always hold v* + M^-1 J^T y). The momentum is
+restarted (t = 1, beta = 0) whenever the step turns against it, sum_i (y_i - x_i)^T S^2
+(x_i,k+1 - x_i,k) > 0 (gradient restart, O'Donoghue and Candes 2015): a per-world sum. The
+residual is |S^2 (x_k+1 - y)|, the same measure as plain Jacobi. A sweep costs what a Jacobi
+sweep costs: the velocities are linear in the impulses, so each body extrapolates its own,
+v(y) = v(x_k+1) + beta (v(x_k+1) - v(x_k)), and each contact forms its y from x_k and x_k-1
+when it next reads them. Measured (one cold step, 100 sweeps, against the converged
+velocities): 27-sphere pile after landing 2.2e-4 m/s against Jacobi's 1.2e-3 m/s; box on an
+incline 1.1e-7 against 1.6e-4 m/s (tests/test_dynamics.py::test_solver_methods_agree).
+
 Two schedules, same arithmetic: "world" runs every iteration of a world in one thread (one
 launch per step: the CPU default); "contact" runs one launch per iteration over all contacts
 of all worlds with atomic accumulation (the GPU default; converged worlds idle). In the
 deterministic mode the contact schedule stores each sweep's changes and every body gathers
-its own (deterministic.gather_impulses) instead of the atomics."""
+its own (deterministic.gather_impulses) instead of the atomics, and each world sums its
+restart test in row order (sum_world_restart)."""
 
 import taichi as ti
 
@@ -36,6 +52,7 @@ from .contacts import project_cone
 
 nd = ti.types.ndarray
 vec3 = ti.math.vec3
+vec2 = ti.math.vec2
 vec4 = ti.math.vec4
 mat3 = ti.math.mat3
 vec8 = ti.types.vector(8, float)
@@ -65,6 +82,36 @@ def velocity_change(delta: vec3, reg: vec8) -> float:
     """|S^2 delta|: the change of contact velocity an impulse change makes [m/s]."""
     st2, sn2 = reg[3] * reg[3], reg[4] * reg[4]
     return vec3(st2 * delta[0], st2 * delta[1], sn2 * delta[2]).norm()
+
+
+@ti.func
+def restart_product(y: vec3, x_new: vec3, x_old: vec3, reg: vec8) -> float:
+    """(y - x_new)^T S^2 (x_new - x_old): one contact's term of the gradient-restart test."""
+    st2, sn2 = reg[3] * reg[3], reg[4] * reg[4]
+    g = y - x_new
+    d = x_new - x_old
+    return st2 * (g[0] * d[0] + g[1] * d[1]) + sn2 * g[2] * d[2]
+
+
+@ti.func
+def momentum(t: float, restart_sum: float) -> vec2:
+    """(beta, t_next) of Nesterov's sequence; a positive restart sum restarts it (0, 1)."""
+    out = vec2(0.0, 1.0)
+    if restart_sum <= 0.0:
+        t_next = 0.5 * (1.0 + ti.sqrt(1.0 + 4.0 * t * t))
+        out = vec2((t - 1.0) / t_next, t_next)
+    return out
+
+
+@ti.func
+def sweep_beta(s: vec4, residual: float, tolerance: float, iterations: ti.i32, t: float, restart_sum: float, accelerated: ti.i32) -> vec2:
+    """(beta, t_next) after a sweep of a world with statistics s (before counting the sweep):
+    0 (and no momentum) for plain Jacobi, for a world that converged with this sweep, and at
+    the iteration cap, so that the velocities end consistent with the stored impulses."""
+    out = vec2(0.0, t)
+    if accelerated == 1 and residual > tolerance and s[0] + 1.0 < iterations:
+        out = momentum(t, restart_sum)
+    return out
 
 
 @ti.func
@@ -114,12 +161,15 @@ def solve_world_serial(
     omega: float,
     coulomb: ti.i32,
     gauss_seidel: ti.i32,
+    accelerated: ti.i32,
+    c_prev: nd(dtype=vec3, ndim=1),
     world_stats: nd(dtype=vec4, ndim=1),
 ):
     """One thread per world: applies the warm-start impulses, then sweeps until the residual
     falls below tolerance or the cap. Gauss-Seidel applies each update at once; Jacobi keeps
-    the sweep's changes in c_delta and applies them after the sweep. Reads and writes c_gamma
-    and the velocities (body_vc: centre of mass, body_w: angular, world frame); writes
+    the sweep's changes in c_delta and applies them after the sweep; accelerated Jacobi keeps
+    x_k+1 in c_delta and x_k in c_prev and applies the extrapolated change. Reads and writes
+    c_gamma and the velocities (body_vc: centre of mass, body_w: angular, world frame); writes
     world_stats[w] = (iterations, residual [m/s], contacts, 0)."""
     for w in range(world_start.shape[0] - 1):
         start, end = world_start[w], world_start[w + 1]
@@ -131,7 +181,37 @@ def solve_world_serial(
                 ids = c_ids[c]
                 apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c], body_vc, body_w,
                                     body_inv_mass, body_inv_inertia_W)
-            while it < iterations:
+            t_k = 1.0
+            if accelerated == 1:
+                for c in range(start, end):
+                    c_prev[c] = c_gamma[c]
+            while it < iterations and accelerated == 1:
+                residual = 0.0
+                restart_sum = 0.0
+                for c in range(start, end):
+                    ids = c_ids[c]
+                    a, b = ids[1], ids[2]
+                    vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
+                    reg = c_reg[c]
+                    y = c_gamma[c]
+                    x_new = contact_update(y, vc, reg, omega, coulomb)
+                    restart_sum += restart_product(y, x_new, c_prev[c], reg)
+                    residual = ti.max(residual, velocity_change(x_new - y, reg))
+                    c_delta[c] = x_new
+                beta_t = sweep_beta(vec4(it, 0.0, 0.0, 0.0), residual, tolerance, iterations, t_k, restart_sum, 1)
+                t_k = beta_t[1]
+                for c in range(start, end):
+                    ids = c_ids[c]
+                    x_new = c_delta[c]
+                    y_new = x_new + beta_t[0] * (x_new - c_prev[c])
+                    apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ (y_new - c_gamma[c]), c_ra[c], c_rb[c], body_vc,
+                                        body_w, body_inv_mass, body_inv_inertia_W)
+                    c_gamma[c] = y_new
+                    c_prev[c] = x_new
+                it += 1
+                if residual <= tolerance:
+                    break
+            while it < iterations and accelerated == 0:
                 residual = 0.0
                 for c in range(start, end):
                     ids = c_ids[c]
@@ -195,6 +275,7 @@ def jacobi_contacts(
     c_rb: nd(dtype=vec3, ndim=1),
     c_reg: nd(dtype=vec8, ndim=1),
     c_gamma: nd(dtype=vec3, ndim=1),
+    c_prev: nd(dtype=vec3, ndim=1),
     body_vc: nd(dtype=vec3, ndim=2),
     body_w: nd(dtype=vec3, ndim=2),
     body_dv: nd(dtype=vec3, ndim=2),
@@ -202,15 +283,23 @@ def jacobi_contacts(
     body_inv_mass: nd(dtype=float, ndim=2),
     body_inv_inertia_W: nd(dtype=mat3, ndim=2),
     world_residual: nd(dtype=float, ndim=1),
+    world_beta: nd(dtype=float, ndim=1),
+    world_restart: nd(dtype=float, ndim=1),
+    c_restart: nd(dtype=float, ndim=1),
     omega: float,
     coulomb: ti.i32,
     c_delta: nd(dtype=vec3, ndim=1),
     deterministic: ti.i32,
+    accelerated: ti.i32,
 ):
-    """One Jacobi sweep over all contacts of the worlds still iterating (world_stats[w][3] is
-    1 once converged): updates c_gamma, accumulates M^-1 J^T delta into body_dv/body_dw (with
-    deterministic == 1 it stores delta in c_delta instead, for deterministic.gather_impulses)
-    and the per-world residual (atomic max)."""
+    """One sweep over all contacts of the worlds still iterating (world_stats[w][3] is 1 once
+    converged). c_gamma holds x_k; the velocities hold v(y), y = x_k + beta (x_k - x_k-1) with
+    the world's beta of the previous sweep (world_beta; always 0 for plain Jacobi, and c_prev
+    = x_k-1 is only read when accelerated). Writes x_k+1 to c_gamma, accumulates
+    M^-1 J^T (x_k+1 - y) into body_dv/body_dw (with deterministic == 1 it stores the change in
+    c_delta instead, for deterministic.gather_impulses), the per-world residual (atomic max)
+    and, accelerated, the restart term (world_restart, atomic sum; deterministic: c_restart
+    for sum_world_restart)."""
     W = world_start.shape[0] - 1
     for c in range(world_start[W]):
         ids = c_ids[c]
@@ -219,15 +308,39 @@ def jacobi_contacts(
             wm = w % body_inv_mass.shape[0]
             vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
             reg = c_reg[c]
-            g_old = c_gamma[c]
-            g_new = contact_update(g_old, vc, reg, omega, coulomb)
-            c_gamma[c] = g_new
+            x = c_gamma[c]
+            y = x
+            if accelerated == 1:
+                x_prev = c_prev[c]
+                y = x + world_beta[w] * (x - x_prev)
+                c_prev[c] = x
+            x_new = contact_update(y, vc, reg, omega, coulomb)
+            c_gamma[c] = x_new
+            if accelerated == 1:
+                term = restart_product(y, x_new, x, reg)
+                if deterministic == 1:
+                    c_restart[c] = term
+                else:
+                    ti.atomic_add(world_restart[w], term)
             if deterministic == 1:
-                c_delta[c] = g_new - g_old
+                c_delta[c] = x_new - y
             else:
-                add_impulse(w, wm, a, b, c_frame[c].transpose() @ (g_new - g_old), c_ra[c], c_rb[c], body_dv, body_dw, body_inv_mass,
+                add_impulse(w, wm, a, b, c_frame[c].transpose() @ (x_new - y), c_ra[c], c_rb[c], body_dv, body_dw, body_inv_mass,
                             body_inv_inertia_W)
-            ti.atomic_max(world_residual[w], velocity_change(g_new - g_old, reg))
+            ti.atomic_max(world_residual[w], velocity_change(x_new - y, reg))
+
+
+@ti.kernel
+def sum_world_restart(world_start: nd(dtype=ti.i32, ndim=1), world_status: nd(dtype=ti.i32, ndim=1), world_stats: nd(dtype=vec4, ndim=1),
+                      c_restart: nd(dtype=float, ndim=1), world_restart: nd(dtype=float, ndim=1)):
+    """world_restart[w] = sum of c_restart over the world's rows, in row order (deterministic
+    mode of the accelerated contact schedule)."""
+    for w in world_restart:
+        if world_status[w] == 0 and world_stats[w][3] == 0.0:
+            total = 0.0
+            for c in range(world_start[w], world_start[w + 1]):
+                total += c_restart[c]
+            world_restart[w] = total
 
 
 @ti.kernel
@@ -238,34 +351,68 @@ def jacobi_bodies(
     body_w: nd(dtype=vec3, ndim=2),
     body_dv: nd(dtype=vec3, ndim=2),
     body_dw: nd(dtype=vec3, ndim=2),
+    body_vx: nd(dtype=vec3, ndim=2),
+    body_wx: nd(dtype=vec3, ndim=2),
     world_residual: nd(dtype=float, ndim=1),
     world_stats: nd(dtype=vec4, ndim=1),
+    world_momentum: nd(dtype=float, ndim=1),
+    world_beta: nd(dtype=float, ndim=1),
+    world_restart: nd(dtype=float, ndim=1),
     tolerance: float,
+    iterations: ti.i32,
+    accelerated: ti.i32,
 ):
-    """Applies the sweep's velocity changes; counts the iteration of worlds still iterating
-    and marks those whose residual fell below tolerance."""
+    """Applies the sweep's velocity changes: v(x_k+1) = v(y) + dv. Accelerated, the next
+    velocities are v(y_k+1) = v(x_k+1) + beta (v(x_k+1) - v(x_k)) (velocities are linear in the
+    impulses; body_vx/body_wx keep v(x_k)). Then counts the sweep of the worlds still
+    iterating, marks those whose residual fell below tolerance and stores their momentum."""
     for w, b in body_vc:
-        body_vc[w, b] += body_dv[w, b]
-        body_w[w, b] += body_dw[w, b]
+        s = world_stats[w]
+        if world_status[w] == 0 and s[3] == 0.0:
+            v = body_vc[w, b] + body_dv[w, b]
+            om = body_w[w, b] + body_dw[w, b]
+            if accelerated == 1:
+                beta = sweep_beta(s, world_residual[w], tolerance, iterations, world_momentum[w], world_restart[w], 1)[0]
+                body_vc[w, b] = v + beta * (v - body_vx[w, b])
+                body_w[w, b] = om + beta * (om - body_wx[w, b])
+                body_vx[w, b] = v
+                body_wx[w, b] = om
+            else:
+                body_vc[w, b] = v
+                body_w[w, b] = om
         body_dv[w, b] = vec3(0.0)
         body_dw[w, b] = vec3(0.0)
     for w in world_residual:
         s = world_stats[w]
         if world_status[w] == 0 and s[3] == 0.0:
+            bt = sweep_beta(s, world_residual[w], tolerance, iterations, world_momentum[w], world_restart[w], accelerated)
+            world_beta[w] = bt[0]
+            world_momentum[w] = bt[1]
             s[0] += 1.0
             s[1] = world_residual[w]
             if world_residual[w] <= tolerance:
                 s[3] = 1.0
         world_stats[w] = s
         world_residual[w] = 0.0
+        world_restart[w] = 0.0
 
 
 @ti.kernel
-def start_contact_schedule(world_start: nd(dtype=ti.i32, ndim=1), world_stats: nd(dtype=vec4, ndim=1), world_residual: nd(dtype=float, ndim=1)):
-    """Resets the per-world statistics before the sweeps of the "contact" schedule."""
+def start_contact_schedule(world_start: nd(dtype=ti.i32, ndim=1), world_stats: nd(dtype=vec4, ndim=1), world_residual: nd(dtype=float, ndim=1),
+                           world_momentum: nd(dtype=float, ndim=1), world_beta: nd(dtype=float, ndim=1), world_restart: nd(dtype=float, ndim=1),
+                           body_vc: nd(dtype=vec3, ndim=2), body_w: nd(dtype=vec3, ndim=2), body_vx: nd(dtype=vec3, ndim=2),
+                           body_wx: nd(dtype=vec3, ndim=2)):
+    """Resets the per-world statistics and momentum (t = 1, beta = 0) before the sweeps of the
+    "contact" schedule; v(x_0) = the velocities after the warm start."""
     for w in world_residual:
         world_stats[w] = vec4(0.0, 0.0, world_start[w + 1] - world_start[w], 0.0)
         world_residual[w] = 0.0
+        world_momentum[w] = 1.0
+        world_beta[w] = 0.0
+        world_restart[w] = 0.0
+    for w, b in body_vc:
+        body_vx[w, b] = body_vc[w, b]
+        body_wx[w, b] = body_w[w, b]
 
 
 @ti.kernel

@@ -49,13 +49,14 @@ def assert_bitwise_equal(a, b, label):
         assert np.array_equal(a[key], b[key]), f"{label}: {key} differs by up to {np.abs(a[key] - b[key]).max()}"
 
 
-# The contact schedule launches three kernels per sweep: fewer sweeps and steps keep it within
-# lavapipe's launch budget (backend.LAUNCH_BUDGET). The spheres meet from step ~25 on.
+# The contact schedule launches three or four kernels per sweep: fewer sweeps and steps keep
+# it within lavapipe's launch budget (backend.LAUNCH_BUDGET). The spheres meet from step ~25 on.
 SOLVERS = {
     "world": {"schedule": "world"},
-    "contact": {"schedule": "contact", "iterations": 12},
+    "contact": {"schedule": "contact", "method": "jacobi", "iterations": 12},
+    "contact-accelerated": {"schedule": "contact", "method": "accelerated", "iterations": 12},
 }
-STEPS = {"world": 60, "contact": 45}
+STEPS = {"world": 60, "contact": 45, "contact-accelerated": 45}
 
 
 @pytest.mark.parametrize("schedule", sorted(SOLVERS))
