@@ -11,7 +11,7 @@
    (one bucket lookup) whose boxes overlap, reported once (only in the cell holding the
    minimum corner of their box intersection). Keying by geometry means elements of one body
    are never compared with each other. A sphere's tets all meet at its centre: with (world,
-   cell) keys a quarter of a settled pile's pair tests compared tets of one sphere, and a
+   cell) keys a quarter of a landed pile's pair tests compared tets of one sphere, and a
    third were hash collisions between different cells.
 """
 
