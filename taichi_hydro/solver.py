@@ -104,12 +104,12 @@ def momentum(t: float, restart_sum: float) -> vec2:
 
 
 @ti.func
-def sweep_beta(s: vec4, residual: float, tolerance: float, iterations: ti.i32, t: float, restart_sum: float, accelerated: ti.i32) -> vec2:
-    """(beta, t_next) after a sweep of a world with statistics s (before counting the sweep):
-    0 (and no momentum) for plain Jacobi, for a world that converged with this sweep, and at
-    the iteration cap, so that the velocities end consistent with the stored impulses."""
+def sweep_beta(done: float, residual: float, tolerance: float, iterations: ti.i32, t: float, restart_sum: float, accelerated: ti.i32) -> vec2:
+    """(beta, t_next) after sweep number done + 1 of a world: 0 (and no momentum) for plain
+    Jacobi, for a world that converged with this sweep, and at the iteration cap, so that the
+    velocities end consistent with the stored impulses."""
     out = vec2(0.0, t)
-    if accelerated == 1 and residual > tolerance and s[0] + 1.0 < iterations:
+    if accelerated == 1 and residual > tolerance and done + 1.0 < iterations:
         out = momentum(t, restart_sum)
     return out
 
@@ -167,8 +167,8 @@ def solve_world_serial(
 ):
     """One thread per world: applies the warm-start impulses, then sweeps until the residual
     falls below tolerance or the cap. Gauss-Seidel applies each update at once; Jacobi keeps
-    the sweep's changes in c_delta and applies them after the sweep; accelerated Jacobi keeps
-    x_k+1 in c_delta and x_k in c_prev and applies the extrapolated change. Reads and writes
+    x_k+1 in c_delta and applies y_k+1 - y_k after the sweep (y = x for plain Jacobi; the
+    accelerated method keeps x_k in c_prev and c_gamma holds y). Reads and writes
     c_gamma and the velocities (body_vc: centre of mass, body_w: angular, world frame); writes
     world_stats[w] = (iterations, residual [m/s], contacts, 0)."""
     for w in range(world_start.shape[0] - 1):
@@ -185,34 +185,9 @@ def solve_world_serial(
             if accelerated == 1:
                 for c in range(start, end):
                     c_prev[c] = c_gamma[c]
-            while it < iterations and accelerated == 1:
+            while it < iterations:
                 residual = 0.0
                 restart_sum = 0.0
-                for c in range(start, end):
-                    ids = c_ids[c]
-                    a, b = ids[1], ids[2]
-                    vc = contact_velocity(c_frame[c], c_ra[c], c_rb[c], body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
-                    reg = c_reg[c]
-                    y = c_gamma[c]
-                    x_new = contact_update(y, vc, reg, omega, coulomb)
-                    restart_sum += restart_product(y, x_new, c_prev[c], reg)
-                    residual = ti.max(residual, velocity_change(x_new - y, reg))
-                    c_delta[c] = x_new
-                beta_t = sweep_beta(vec4(it, 0.0, 0.0, 0.0), residual, tolerance, iterations, t_k, restart_sum, 1)
-                t_k = beta_t[1]
-                for c in range(start, end):
-                    ids = c_ids[c]
-                    x_new = c_delta[c]
-                    y_new = x_new + beta_t[0] * (x_new - c_prev[c])
-                    apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ (y_new - c_gamma[c]), c_ra[c], c_rb[c], body_vc,
-                                        body_w, body_inv_mass, body_inv_inertia_W)
-                    c_gamma[c] = y_new
-                    c_prev[c] = x_new
-                it += 1
-                if residual <= tolerance:
-                    break
-            while it < iterations and accelerated == 0:
-                residual = 0.0
                 for c in range(start, end):
                     ids = c_ids[c]
                     a, b = ids[1], ids[2]
@@ -220,20 +195,30 @@ def solve_world_serial(
                     ra, rb = c_ra[c], c_rb[c]
                     vc = contact_velocity(frame, ra, rb, body_vc[w, a], body_w[w, a], body_vc[w, b], body_w[w, b])
                     reg = c_reg[c]
-                    g_old = c_gamma[c]
-                    g_new = contact_update(g_old, vc, reg, omega, coulomb)
-                    c_gamma[c] = g_new
-                    residual = ti.max(residual, velocity_change(g_new - g_old, reg))
+                    y = c_gamma[c]
+                    x_new = contact_update(y, vc, reg, omega, coulomb)
+                    residual = ti.max(residual, velocity_change(x_new - y, reg))
                     if gauss_seidel == 1:
-                        apply_world_impulse(w, wm, a, b, frame.transpose() @ (g_new - g_old), ra, rb, body_vc, body_w, body_inv_mass,
+                        c_gamma[c] = x_new
+                        apply_world_impulse(w, wm, a, b, frame.transpose() @ (x_new - y), ra, rb, body_vc, body_w, body_inv_mass,
                                             body_inv_inertia_W)
                     else:
-                        c_delta[c] = g_new - g_old
-                if gauss_seidel == 0:
+                        if accelerated == 1:
+                            restart_sum += restart_product(y, x_new, c_prev[c], reg)
+                        c_delta[c] = x_new
+                if gauss_seidel == 0:  # y_k+1 = x_k+1 + beta (x_k+1 - x_k); beta = 0 for plain Jacobi
+                    beta_t = sweep_beta(it, residual, tolerance, iterations, t_k, restart_sum, accelerated)
+                    t_k = beta_t[1]
                     for c in range(start, end):
                         ids = c_ids[c]
-                        apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ c_delta[c], c_ra[c], c_rb[c], body_vc,
-                                            body_w, body_inv_mass, body_inv_inertia_W)
+                        x_new = c_delta[c]
+                        y_new = x_new
+                        if accelerated == 1:
+                            y_new = x_new + beta_t[0] * (x_new - c_prev[c])
+                            c_prev[c] = x_new
+                        apply_world_impulse(w, wm, ids[1], ids[2], c_frame[c].transpose() @ (y_new - c_gamma[c]), c_ra[c], c_rb[c],
+                                            body_vc, body_w, body_inv_mass, body_inv_inertia_W)
+                        c_gamma[c] = y_new
                 it += 1
                 if residual <= tolerance:
                     break
@@ -372,7 +357,7 @@ def jacobi_bodies(
             v = body_vc[w, b] + body_dv[w, b]
             om = body_w[w, b] + body_dw[w, b]
             if accelerated == 1:
-                beta = sweep_beta(s, world_residual[w], tolerance, iterations, world_momentum[w], world_restart[w], 1)[0]
+                beta = sweep_beta(s[0], world_residual[w], tolerance, iterations, world_momentum[w], world_restart[w], 1)[0]
                 body_vc[w, b] = v + beta * (v - body_vx[w, b])
                 body_w[w, b] = om + beta * (om - body_wx[w, b])
                 body_vx[w, b] = v
@@ -385,7 +370,7 @@ def jacobi_bodies(
     for w in world_residual:
         s = world_stats[w]
         if world_status[w] == 0 and s[3] == 0.0:
-            bt = sweep_beta(s, world_residual[w], tolerance, iterations, world_momentum[w], world_restart[w], accelerated)
+            bt = sweep_beta(s[0], world_residual[w], tolerance, iterations, world_momentum[w], world_restart[w], accelerated)
             world_beta[w] = bt[0]
             world_momentum[w] = bt[1]
             s[0] += 1.0
