@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 from dataclasses import dataclass
 
 from .errors import BackendError, LaunchBudgetError
 
-__all__ = ["init", "is_initialized", "current_arch", "require_init", "spend_launches", "ARCHES", "Precision", "LAUNCH_BUDGET"]
+__all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
+           "ARCHES", "Precision", "LAUNCH_BUDGET"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
 
@@ -20,13 +22,14 @@ class Precision:
     name: str  # "f32" | "f64"
 
 
-_state: dict = {"arch": None, "precision": None, "launch_budget": None, "launches": 0}
+_state: dict = {"arch": None, "precision": None, "launch_budget": None, "launches": 0, "generation": 0}
 
 # Taichi 1.7.4 on Mesa's lavapipe (25.0.7, the Vulkan driver of GPU-less machines) segfaults
-# inside vkAllocateDescriptorSets after 2**16 descriptor sets in one process, freed or not; every
-# offloaded task of every kernel launch takes one. Our kernels average about 2.1 tasks per
-# launch (measured: the box-on-floor step crashes after ~2050 steps of 15 launches), so a
-# process on lavapipe may make LAUNCH_BUDGET launches: past it we raise instead of crashing.
+# inside vkAllocateDescriptorSets after 2**16 descriptor sets on one Taichi runtime, freed or
+# not; every offloaded task of every kernel launch takes one. Our kernels average about 2.1 tasks
+# per launch (measured: the box-on-floor step crashes after ~2050 steps of 15 launches), so a
+# runtime on lavapipe may make LAUNCH_BUDGET launches: past it we raise instead of crashing.
+# init() with other arguments ends the runtime (ti.reset) and its count starts again from zero.
 LAUNCH_BUDGET = 24000
 
 
@@ -52,7 +55,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     if _state["arch"] == arch and _state["precision"] == precision and _state.get("profiler", False) == profiler:
         return arch
     if _state["arch"] is not None:
-        ti.reset()
+        _end_runtime()
     kwargs = dict(
         arch={"cpu": ti.cpu, "vulkan": ti.vulkan, "cuda": ti.cuda}[arch],
         enable_fallback=False,
@@ -78,7 +81,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         ti.reset()
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi started on {got} instead of {arch!r}")
-    _state.update(arch=arch, precision=precision, profiler=profiler, launch_budget=None)  # launches: per process, kept
+    _state.update(arch=arch, precision=precision, profiler=profiler, launch_budget=None, launches=0, generation=_state["generation"] + 1)
     if arch == "vulkan":
         _probe_loop_atomics()
         from .vulkan_info import vulkan_devices
@@ -89,8 +92,46 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     return arch
 
 
+# Device-array handles (and compiled graphs) of ended runtimes, kept from being finalised.
+_stale_handles: list = []
+
+
+def _end_runtime() -> None:
+    """ti.reset(), made safe for the Python objects of the ending runtime. Taichi's Ndarray.__del__
+    asks the *current* program to free its C++ object by address; once a new runtime has reused
+    that address, a late __del__ could free a live array of the new one. So objects that are
+    already garbage are collected while their runtime exists, and those still referenced (an
+    old Simulator) are pinned here and never finalised."""
+    import taichi as ti
+
+    gc.collect()
+    _stale_handles.extend(o for o in gc.get_objects() if isinstance(o, (ti.lang._ndarray.Ndarray, ti.graph.Graph)))
+    ti.reset()
+    _state.update(arch=None, precision=None)
+
+
+def generation() -> int:
+    """Counts the Taichi runtimes started by init(); objects holding device arrays record it when
+    made (require_generation)."""
+    return _state["generation"]
+
+
+def require_generation(made_in: int, what: str) -> None:
+    """Raise BackendError if the runtime that `what` was made in has ended (init with other
+    arguments); its device arrays are gone."""
+    require_init()
+    if made_in != _state["generation"]:
+        raise BackendError(f"{what} was made before Taichi was restarted (taichi_hydro.init with other arguments); "
+                           "its device arrays are gone: make a new one")
+
+
+def launch_budget() -> int | None:
+    """Kernel launches the current runtime may make (LAUNCH_BUDGET on lavapipe), else None."""
+    return _state["launch_budget"]
+
+
 def launches_made() -> int:
-    """Kernel launches this process has accounted for (spend_launches)."""
+    """Kernel launches the current Taichi runtime has accounted for (spend_launches)."""
     return _state["launches"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -14,7 +15,7 @@ from . import integrator as ig
 from . import interop
 from . import solver as sv
 from . import warmstart as ws
-from .backend import current_arch, current_precision, require_init, spend_launches
+from .backend import current_arch, current_precision, generation, require_generation, require_init, spend_launches
 from .broadphase import C_POLYGONS
 from .collision import Capacities, Collision
 from .errors import CapacityError, SceneError
@@ -26,6 +27,17 @@ from .stats import track_counts
 from .surfaces import ContactSurface, group_surfaces
 
 __all__ = ["Simulator"]
+
+
+def _live(method):
+    """Refuse (BackendError) a call on a Simulator whose Taichi runtime has ended."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        require_generation(self._generation, "this Simulator")
+        return method(self, *args, **kwargs)
+
+    return call
 
 
 class Simulator:
@@ -57,6 +69,7 @@ class Simulator:
     def __init__(self, scene: Scene, worlds: int = 1, *, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
                  graph: bool = True):
         require_init()
+        self._generation = generation()
         if not isinstance(worlds, (int, np.integer)) or worlds < 1:
             raise SceneError(f"worlds must be a positive integer, got {worlds!r}")
         self.scene = scene
@@ -170,6 +183,7 @@ class Simulator:
     def _float(self):
         return np.float64 if current_precision() == "f64" else np.float32
 
+    @_live
     def reset(self, worlds=None, state: dict | None = None) -> None:
         """Put worlds back to the scene's initial state, or to `state`, on the device.
 
@@ -227,6 +241,7 @@ class Simulator:
         frozen but still counts)."""
         return self._world_steps.copy()
 
+    @_live
     def set_state(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
         """Overwrite state arrays of shape (worlds, bodies, 3) or (worlds, bodies, 4) [SI,
         world frame]; orientations are normalised. Non-finite values raise SceneError.
@@ -282,6 +297,7 @@ class Simulator:
         spend_launches(1)
         getattr(self, name).from_numpy(np.ascontiguousarray(values, dtype=self._float()))
 
+    @_live
     def set_parameters(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
         """Per-world physical parameters, each optional (None keeps the current values):
 
@@ -323,6 +339,7 @@ class Simulator:
             self._upload_parameter("geom_scale", float, (W, self.model.geom_count), scale)
             self.collision.set_geom_scale(self.geom_scale)
 
+    @_live
     def sample_parameters(self, seed: int, **ranges) -> dict[str, np.ndarray]:
         """Draw per-world parameters uniformly and apply them (set_parameters); returns the
         applied arrays (keyed as set_parameters takes them) so they can be logged. Keys (each
@@ -336,18 +353,21 @@ class Simulator:
         self.set_parameters(**values)
         return values
 
+    @_live
     def parameters(self) -> dict[str, np.ndarray]:
         """Current per-world values (copies): mass, friction, dissipation, modulus (worlds,
         bodies) [kg, -, s/m, Pa; NaN where a parameter does not apply], gravity (worlds, 3)
         [m/s^2]."""
         return self._params.as_dict()
 
+    @_live
     def reset_parameters(self) -> None:
         """Every world back to the scene's parameters."""
         scene = batch.scene_parameters(self.data, self.worlds)
         self.set_parameters(mass=scene.mass, friction=scene.friction, dissipation=scene.dissipation, modulus=scene.modulus,
                             gravity=scene.gravity)
 
+    @_live
     def get_state(self, as_torch: bool = False) -> dict:
         """The state arrays, keyed as in set_state: host copies (float64 NumPy), or with
         as_torch=True new float32 torch tensors on the backend's torch device ("cuda" for the
@@ -367,11 +387,13 @@ class Simulator:
             return out
         return {name: arr.to_numpy().astype(np.float64) for name, arr in fields.items()}
 
+    @_live
     def collide(self) -> np.ndarray:
         """Compute the contact polygons of every world at the current poses (the collision
         stage of a step). Returns the pool counters."""
         return self.collision.run(self.body_p_WB, self.body_q_WB)
 
+    @_live
     def contact_surfaces(self, world: int = 0) -> list[ContactSurface]:
         """Contact surfaces of `world` at the current poses, per body pair in scene order."""
         if not 0 <= world < self.worlds:
@@ -513,6 +535,7 @@ class Simulator:
         self._stage_ends = stages
         return plan
 
+    @_live
     def step(self, steps: int = 1) -> None:
         """Advance every world by `steps` time steps of scene.dt. Pools that overflow grow and
         the affected chunk of steps is recomputed from its start (never a dropped contact)."""
@@ -552,6 +575,7 @@ class Simulator:
             self._world_steps += chunk
             self.time += chunk * self.dt
 
+    @_live
     def profile_stages(self, steps: int = 1) -> dict[str, float]:
         """Advance `steps` time steps with one kernel launch at a time and a device sync after
         each, and return the wall time per stage [s per step]: collide (broad and narrow phase),
@@ -582,6 +606,7 @@ class Simulator:
         self.time += steps * self.dt
         return {name: t / steps for name, t in totals.items()}
 
+    @_live
     def set_control(self, force=None, torque=None) -> None:
         """External force [N] and torque [N m] on each body, at its centre of mass, world frame,
         shape (worlds, bodies, 3); they act on dynamic bodies at every step until changed.
@@ -598,23 +623,27 @@ class Simulator:
             spend_launches(1)
             arr.from_numpy(v.astype(self._float()))
 
+    @_live
     def world_status(self) -> np.ndarray:
         """Per world: 0 running, 1 diverged (non-finite or absurd velocities; frozen)."""
         spend_launches(1)
         return self.world_status_array.to_numpy()
 
+    @_live
     def solver_stats(self) -> dict[str, np.ndarray]:
         """Last step, per world: solver iterations, final residual [m/s], contact count."""
         spend_launches(1)
         s = self.world_stats.to_numpy()
         return {"iterations": s[:, 0].astype(int), "residual": s[:, 1], "contacts": s[:, 2].astype(int)}
 
+    @_live
     def step_totals(self) -> dict[str, float]:
         """Sums since reset: steps, polygons (all worlds), contacts, solver iterations."""
         spend_launches(1)
         s = self.stat_sums.to_numpy()
         return {"steps": float(s[0]), "polygons": float(s[1]), "contacts": float(s[2]), "iterations": float(s[3])}
 
+    @_live
     def contact_forces(self, world: int = 0) -> dict[tuple[str, str], np.ndarray]:
         """Mean contact force over the last step between each body pair in contact, on the pair's
         second body (scene order) from the first: total solved impulse / dt [N], world frame."""
