@@ -105,12 +105,40 @@ def sphere_plane_force(R, E, depth):
     return 2 * np.pi * E * ((R * R - h * h) / 2 - (R**3 - h**3) / (3 * R))
 
 
+def _defer_to_fresh_process(nodeid: str) -> bool:
+    """Write the test's id to $TH_RERUN_FILE (scripts/test.sh reruns those in fresh processes)."""
+    rerun = os.environ.get("TH_RERUN_FILE")
+    if rerun:
+        with open(rerun, "a") as f:
+            f.write(nodeid + "\n")
+    return bool(rerun)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET). A test
+    marked launches(n) (its count on the cpu backend, where it is the same) is skipped if n
+    exceeds the budget, and deferred to a fresh process at once if n does not fit in what is
+    left, instead of running until it meets the limit."""
+    from taichi_hydro import backend
+
+    budget = backend.launch_budget() if backend.is_initialized() else None
+    marker = item.get_closest_marker("launches")
+    if budget is None or marker is None:
+        return
+    need, used = marker.args[0], backend.launches_made()
+    if need > budget:
+        pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per process "
+                    "(backend.LAUNCH_BUDGET); it runs on the cpu backend and on GPU drivers")
+    if used > 0 and used + need > budget and _defer_to_fresh_process(item.nodeid):
+        pytest.skip(f"{item.nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET). A test
-    that meets the limit after earlier tests used part of it is skipped here and its id written
-    to $TH_RERUN_FILE, so scripts/test.sh reruns it alone in a fresh process; a test that meets
-    it alone is skipped with the reason (it still runs on the cpu backend)."""
+    """A test that meets the launch budget after earlier tests used part of it is skipped here
+    and its id written to $TH_RERUN_FILE, so scripts/test.sh reruns it in a fresh process; a
+    test that meets it alone is skipped with the reason (it still runs on the cpu backend)."""
     import taichi_hydro as th
     from taichi_hydro import backend
 
@@ -118,9 +146,6 @@ def pytest_pyfunc_call(pyfuncitem):
     try:
         return (yield)
     except th.LaunchBudgetError as exc:
-        rerun = os.environ.get("TH_RERUN_FILE")
-        if used_before > 0 and rerun:
-            with open(rerun, "a") as f:
-                f.write(pyfuncitem.nodeid + "\n")
-            pytest.skip("lavapipe launch budget used up by earlier tests: rerun alone in a fresh process")
-        pytest.skip(f"lavapipe launch budget: {exc}")
+        if used_before > 0 and _defer_to_fresh_process(pyfuncitem.nodeid):
+            pytest.skip(f"{pyfuncitem.nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
+        pytest.skip(f"{pyfuncitem.nodeid}: lavapipe launch budget: {exc}")

@@ -78,6 +78,7 @@ def test_result_does_not_depend_on_pool_order(arch, schedule):
         assert not np.array_equal(a["velocity"], b["velocity"]), "reversing the pool had no effect without the mode"
 
 
+@pytest.mark.launches(24_000)
 @pytest.mark.parametrize("schedule", sorted(SOLVERS))
 def test_batch_world_equals_single_run_bitwise(arch, schedule):
     """Each world of a batch (its own initial velocities) equals, bit for bit, a one-world run

@@ -36,6 +36,7 @@ def test_free_fall_is_semi_implicit_euler(arch, tol):
     assert sim.time == pytest.approx(n * dt)
 
 
+@pytest.mark.launches(17_000)
 def test_torque_free_rotation_conserves_angular_momentum(arch):
     """A box spinning about a tilted axis (not a principal one): the implicit gyroscopic term
     keeps |L| (world frame) within 1% over 1 s at dt = 1 ms (it damps energy a little, never
@@ -89,21 +90,15 @@ def incline_scene(angle, mu, dt=1e-3, schedule="auto"):
 
 # The incline tests also run the contact schedule (the GPU default: accelerated Jacobi) on the
 # CPU backend. Not on lavapipe: 200 sweeps of two launches for each of 300-500 steps are past its
-# launch budget (backend.LAUNCH_BUDGET); the schedules are compared on Vulkan in
+# launch budget (tests/conftest.py); the schedules are compared on Vulkan in
 # test_simulation.py::test_world_and_contact_schedules_agree.
-SCHEDULES = ["auto", "contact"]
-
-
-def skip_contact_schedule_on_lavapipe(arch, schedule):
-    if schedule == "contact" and arch == "vulkan":
-        pytest.skip("contact schedule over hundreds of steps: past lavapipe's launch budget")
+SCHEDULES = ["auto", pytest.param("contact", marks=pytest.mark.launches(230_000))]
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_incline_sticks_below_the_friction_angle(arch, schedule):
     """tan 20 deg = 0.364 < mu = 0.5: the box stays. Displacement over 0.5 s below 20 um: the
     settling (~ g dt^2 per step) plus creep at the solver tolerance."""
-    skip_contact_schedule_on_lavapipe(arch, schedule)
     sim = th.Simulator(incline_scene(20.0, 0.5, schedule=schedule))
     p0 = sim.get_state()["position"][0, 1]
     sim.step(500)
@@ -117,7 +112,6 @@ def test_incline_slides_with_coulomb_acceleration(arch, schedule):
     """tan 20 deg > mu = 0.2: a = g (sin t - mu cos t) along the slope, measured from the
     velocity gained between 0.1 s and 0.4 s. Each step the solver meets its tolerance, so the
     error on a is below tolerance / dt per step: we allow 1%."""
-    skip_contact_schedule_on_lavapipe(arch, schedule)
     angle, mu = 20.0, 0.2
     sim = th.Simulator(incline_scene(angle, mu, schedule=schedule))
     sim.step(100)
@@ -176,6 +170,7 @@ def spin_coin(sim, eps0, speed):
     return last, rise
 
 
+@pytest.mark.launches(24_000)
 def test_coin_reaches_farkas_ratio_without_hopping(arch):
     """Masterjohn 2022 §V-A: eps = v / (w R) just before the coin stops is 0.653 (Farkas 2003)
     for any eps0; the paper finds 0.644 on its 152-sided mesh. We start from eps0 = 0.3 ... 10
@@ -219,6 +214,7 @@ def bounce_restitution(dt, dissipation=0.0, bounces=1):
     return [math.sqrt(max(h1, 0) / h0) for h0, h1 in zip(heights, heights[1:])]
 
 
+@pytest.mark.launches(100_000)
 def test_restitution_matches_drake(arch, reference):
     """Frictionless ball, d = 0: restitution >= 0.83 at dt = 1 ms and >= 0.98 at 0.1 ms (Drake's
     discrete solvers: 0.829 and 0.981); Hunt-Crossley d = 1 s/m lowers it (Drake TAMSI 0.29)."""
@@ -234,6 +230,7 @@ def test_restitution_matches_drake(arch, reference):
     assert (ed[0] if ed else 0.0) < 0.5 * e1
 
 
+@pytest.mark.launches(55_000)
 def test_first_order_convergence_in_time_step(arch):
     """Semi-implicit Euler with the linearised contact is first order: the error of the ball's
     height during the first bounce (vs dt = 0.125 ms) halves with dt."""
@@ -280,6 +277,7 @@ def test_box_stack_stays_with_margin(arch, modulus):
     assert tilt < 1.0
 
 
+@pytest.mark.launches(93_000)
 def test_coin_ratio_converges_with_mesh_refinement(arch):
     """eps* on n-gon coins, n = 20, 39, 77 against n = 153: the differences shrink roughly like
     1/n^2 (the coin's faces are fans of n triangles; Masterjohn 2022 Fig. 6 finds second order
