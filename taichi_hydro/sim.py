@@ -339,7 +339,6 @@ class Simulator:
             self._upload_parameter("geom_scale", float, (W, self.model.geom_count), scale)
             self.collision.set_geom_scale(self.geom_scale)
 
-    @_live
     def sample_parameters(self, seed: int, **ranges) -> dict[str, np.ndarray]:
         """Draw per-world parameters uniformly and apply them (set_parameters); returns the
         applied arrays (keyed as set_parameters takes them) so they can be logged. Keys (each
@@ -353,14 +352,12 @@ class Simulator:
         self.set_parameters(**values)
         return values
 
-    @_live
     def parameters(self) -> dict[str, np.ndarray]:
         """Current per-world values (copies): mass, friction, dissipation, modulus (worlds,
         bodies) [kg, -, s/m, Pa; NaN where a parameter does not apply], gravity (worlds, 3)
         [m/s^2]."""
         return self._params.as_dict()
 
-    @_live
     def reset_parameters(self) -> None:
         """Every world back to the scene's parameters."""
         scene = batch.scene_parameters(self.data, self.worlds)
