@@ -65,6 +65,9 @@ class ModelData:
     body_kind (B,): BODY_DYNAMIC, BODY_STATIC or BODY_KINEMATIC.
     body_mass (B,) [kg] (0 unless dynamic); body_inertia_B (B, 3, 3) [kg m^2] about the centre
       of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame.
+    body_reach (B,) [m]: distance from the centre of mass to the farthest point of the body's
+      geometry (bounding ball; 0 for a half-space): |dv| + reach |dw| bounds the velocity change
+      of every point of the body (the solver's stopping test).
     """
 
     scene: Scene
@@ -90,6 +93,7 @@ class ModelData:
     body_mass: np.ndarray
     body_inertia_B: np.ndarray
     body_com_B: np.ndarray
+    body_reach: np.ndarray
 
     @property
     def body_count(self) -> int:
@@ -267,7 +271,19 @@ def build_model(scene: Scene) -> ModelData:
         body_mass=body_mass,
         body_inertia_B=body_inertia,
         body_com_B=body_com,
+        body_reach=body_reach(geom_ball, geom_i, body_com),
     )
+
+
+def body_reach(geom_ball_G: np.ndarray, geom_i: np.ndarray, body_com_B: np.ndarray) -> np.ndarray:
+    """(B,) [m]: per body, the largest distance from its centre of mass to a point of the
+    bounding ball of one of its geometries (0 for a body without a mesh: a half-space)."""
+    reach = np.zeros(len(body_com_B))
+    for g, ball in enumerate(geom_ball_G):
+        if ball[3] > 0.0:
+            b = geom_i[g, G_BODY]
+            reach[b] = max(reach[b], float(np.linalg.norm(ball[:3] - body_com_B[b])) + ball[3])
+    return reach
 
 
 def combine_pair_parameters(pair_i: np.ndarray, pair_tau: np.ndarray, friction: np.ndarray, dissipation: np.ndarray,
@@ -348,6 +364,7 @@ class DeviceModel:
         B = len(data.body_kind)
         self.body_kind = _upload(ti.i32, data.body_kind)
         self.body_com_B = _upload(vec3, data.body_com_B)
+        self.body_reach = _upload(float, data.body_reach)
         inv_mass = np.where(data.body_mass > 0, 1.0 / np.where(data.body_mass > 0, data.body_mass, 1.0), 0.0)
         inv_inertia = np.zeros_like(data.body_inertia_B)
         dynamic = data.body_mass > 0

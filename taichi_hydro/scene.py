@@ -96,8 +96,9 @@ class SolverSettings:
     """Projected-Jacobi cone-complementarity solver (DESIGN §3; defaults in brackets).
 
     iterations [100]: cap on Jacobi iterations per step.
-    tolerance [1e-6 m/s]: a world's solve stops when no contact velocity changes by more than
-      this over one iteration (the change of impulse times the contact's effective inverse mass).
+    tolerance [1e-6 m/s]: a world's solve stops when no point of any of its bodies changes
+      velocity by more than this over one iteration (|dv| + reach |dw| per body, reach: the
+      distance from the centre of mass to the farthest point of the body's geometry).
     relaxation [0.9]: Jacobi step omega in (0, 1].
     mode ["coulomb"]: "coulomb" adds the De Saxce term mu |v_t| to the normal residual, so
       sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating

@@ -442,7 +442,7 @@ class Simulator:
         args = dict(self.collision.args)
         args.update(
             body_p=self.body_p_WB, body_q=self.body_q_WB, body_v=self.body_v_WB, body_w=self.body_w_WB,
-            body_kind=m.body_kind, body_com_B=m.body_com_B, body_inv_mass=self.body_inv_mass,
+            body_kind=m.body_kind, body_com_B=m.body_com_B, body_reach=m.body_reach, body_inv_mass=self.body_inv_mass,
             body_inv_inertia_B=self.body_inv_inertia_B, pair_f=self.pair_f, gravity=self.gravity, body_force=self.body_force, body_torque=self.body_torque,
             body_vc=self.body_vc, body_wc=self.body_wc, body_dv=self.body_dv, body_dw=self.body_dw,
             body_inv_inertia_W=self.body_inv_inertia_W, world_status=self.world_status_array, world_stats=self.world_stats,
@@ -494,7 +494,7 @@ class Simulator:
         stages.append(("assemble", len(plan.launches)))
         if self.schedule == "world":
             plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
-                     "body_vc", "body_wc", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
+                     "body_vc", "body_wc", "body_vx", "body_wx", "body_reach", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
                      "gauss_seidel", "accelerated", "c_prev", "world_stats")
         else:
             gather = ("world_status", "world_stats", "body_pair_start", "body_pairs", "pair_i", "pair_first", "pair_end", "c_frame",
@@ -511,14 +511,14 @@ class Simulator:
             for _ in range(self.settings.iterations):
                 plan.add(sv.jacobi_contacts, "world_start", "world_status", "world_stats", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg",
                          "c_gamma", "c_prev", "body_vc", "body_wc", "body_dv", "body_dw", "body_inv_mass", "body_inv_inertia_W",
-                         "world_residual", "world_beta", "world_restart", "c_restart", "omega", "coulomb", "c_delta", "deterministic",
+                         "world_beta", "world_restart", "c_restart", "omega", "coulomb", "c_delta", "deterministic",
                          "accelerated")
                 if accelerated and det:
                     plan.add(sv.sum_world_restart, "world_start", "world_status", "world_stats", "c_restart", "world_restart")
                 if det:
                     plan.add(dm.gather_impulses, *gather, "c_delta", *gather_end, "one")
                 plan.add(sv.jacobi_bodies, "world_start", "world_status", "body_vc", "body_wc", "body_dv", "body_dw", "body_vx", "body_wx",
-                         "world_residual", "world_stats", "world_momentum", "world_beta", "world_restart", "tolerance", "iterations",
+                         "body_reach", "world_residual", "world_stats", "world_momentum", "world_beta", "world_restart", "tolerance", "iterations",
                          "accelerated")
         stages.append(("solve", len(plan.launches)))
         plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
