@@ -201,3 +201,22 @@ def test_device_bytes_counts_each_array_once(arch):
     assert (ndarray_bytes(vec), ndarray_bytes(mat), ndarray_bytes(ints)) == (10 * 2 * 3 * 4, 5 * 12 * 4, 7 * 4)
     holder = {"a": vec, "again": vec, "nested": [mat, (ints,)]}
     assert device_bytes(holder) == 240 + 240 + 28
+
+
+def test_body_reach_bounds_every_point_of_the_body():
+    """body_reach (the solver's stopping test: |dv| + reach |dw| per body) is at least the
+    distance from the centre of mass to every vertex, and at most the bounding ball's diameter;
+    0 for a half-space."""
+    from conftest import ground, scene
+
+    from taichi_hydro.model import build_model
+
+    box = {"name": "box", "mass": 1.0, "shape": {"type": "box", "size": [0.2, 0.1, 0.4]}}
+    data = build_model(scene([ground(), box]))
+    reach = data.body_reach
+    assert reach[0] == 0.0
+    half_diagonal = 0.5 * math.sqrt(0.2**2 + 0.1**2 + 0.4**2)
+    assert half_diagonal - 1e-12 <= reach[1] <= 2 * half_diagonal
+    vertices = np.concatenate([data.tet_X_G.reshape(-1, 3), data.tri_X_G.reshape(-1, 3)])  # the box's, rigid or compliant
+    assert len(vertices) > 0
+    assert np.linalg.norm(vertices - data.body_com_B[1], axis=1).max() <= reach[1] + 1e-12
