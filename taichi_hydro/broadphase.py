@@ -114,9 +114,9 @@ def cell_of(x: vec3, inv_cell: float) -> ti.math.ivec3:
 @ti.kernel
 def clear_hash(counts: nd(dtype=ti.i32, ndim=1), bucket_count: nd(dtype=ti.i32, ndim=1)):
     """Writes counts = 0 and bucket_count = 0."""
-    for i in counts:
+    for i in range(counts.shape[0]):
         counts[i] = 0
-    for b in bucket_count:
+    for b in range(bucket_count.shape[0]):
         bucket_count[b] = 0
 
 

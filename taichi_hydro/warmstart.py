@@ -48,7 +48,7 @@ def lookup(key: ivec4, table_key: ti.template(), table_val: ti.template(), table
 
 @ti.kernel
 def clear_table(table_occ: nd(dtype=ti.i32, ndim=1)):
-    for s in table_occ:
+    for s in range(table_occ.shape[0]):
         table_occ[s] = 0
 
 
@@ -69,7 +69,7 @@ def insert(key: ivec4, value: vec3, table_key: ti.template(), table_val: ti.temp
 def rehash(old_key: nd(dtype=ivec4, ndim=1), old_val: nd(dtype=vec3, ndim=1), old_occ: nd(dtype=ti.i32, ndim=1),
            table_key: nd(dtype=ivec4, ndim=1), table_val: nd(dtype=vec3, ndim=1), table_occ: nd(dtype=ti.i32, ndim=1)):
     """Insert every entry of the old table into the (empty, larger) new one."""
-    for s in old_occ:
+    for s in range(old_occ.shape[0]):
         if old_occ[s] != 0:
             insert(old_key[s], old_val[s], table_key, table_val, table_occ)
 
@@ -95,7 +95,7 @@ def forget_worlds(world_row: nd(dtype=ti.i32, ndim=1), table_key: nd(dtype=ivec4
     """Hides the stored impulses of every world w with world_row[w] >= 0 (reset worlds): their
     keys get world -1, which no lookup asks for. The slots stay occupied so that the probe
     chains of the other worlds' keys are unbroken; clear_table frees them at the next step."""
-    for s in table_occ:
+    for s in range(table_occ.shape[0]):
         if table_occ[s] != 0:
             key = table_key[s]
             w = key[0]
