@@ -9,7 +9,7 @@ steps; only the worlds whose episode ended are reset, to a random start, while t
 on untouched.
 
     python examples/push_box_rl.py --arch cpu --worlds 256 --iterations 300
-    python examples/push_box_rl.py --arch cuda --worlds 4096 --torch   # observations as CUDA tensors
+    python examples/push_box_rl.py --arch cuda --worlds 4096 --torch   # observations and actions as CUDA tensors
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ def push_box_scene() -> th.Scene:
     }, source="push_box")
 
 
-def policy(x_m: np.ndarray, vx_m_s: np.ndarray) -> np.ndarray:
+def policy(x_m, vx_m_s):
     """Horizontal force [N] for box positions x [m] and velocities vx [m/s] (PD to the target,
     clipped to +-3 N)."""
-    return np.clip(30.0 * (TARGET_X_M + 0.05 - x_m) - 2.0 * vx_m_s, -3.0, 3.0)
+    return (30.0 * (TARGET_X_M + 0.05 - x_m) - 2.0 * vx_m_s).clip(-3.0, 3.0)  # NumPy arrays or torch tensors
 
 
 def main(argv=None) -> int:
@@ -50,7 +50,8 @@ def main(argv=None) -> int:
     p.add_argument("--iterations", type=int, default=300, help="control steps")
     p.add_argument("--substeps", type=int, default=5, help="simulation steps per control step")
     p.add_argument("--horizon", type=int, default=200, help="control steps per episode at most")
-    p.add_argument("--torch", action="store_true", help="read observations as torch tensors (state stays on the device)")
+    p.add_argument("--torch", action="store_true",
+                   help="observations and actions as zero-copy torch tensor views (cpu and cuda backends)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -63,28 +64,35 @@ def main(argv=None) -> int:
     episode_steps = np.zeros(W, dtype=int)
     finished, reached = 0, 0
     force = np.zeros((W, B, 3))
+    initial_pos = np.array([body.p_WB for body in sim.scene.bodies])  # (B, 3) [m]
+    if args.torch:  # zero-copy views: observations and actions stay where the simulator keeps them
+        obs, act = sim.state_tensors(), sim.control_tensors()
     t0 = time.perf_counter()
     for _ in range(args.iterations):
-        state = sim.get_state(as_torch=args.torch)
-        pos, vel = state["position"], state["velocity"]
-        if args.torch:  # a network would consume these tensors where they are
-            pos, vel = pos.cpu().numpy(), vel.cpu().numpy()
-        x, vx = pos[:, box, 0], vel[:, box, 0]
-        done = (x >= TARGET_X_M) | (episode_steps >= args.horizon) | (sim.world_status() != 0)
+        if args.torch:  # live views: they always show the current state, resets included
+            x, vx = obs["position"][:, box, 0], obs["velocity"][:, box, 0]
+            reached_now = (x >= TARGET_X_M).cpu().numpy()
+        else:
+            state = sim.get_state()
+            x, vx = state["position"][:, box, 0], state["velocity"][:, box, 0]
+            reached_now = x >= TARGET_X_M
+        done = reached_now | (episode_steps >= args.horizon) | (sim.world_status() != 0)
         if done.any():
             finished += int(done.sum())
-            reached += int((x[done] >= TARGET_X_M).sum())
-            start = sim.get_state()
+            reached += int(reached_now[done].sum())
             n = int(done.sum())
-            start_pos = start["position"][done]
-            start_pos[:, box, :] = [0.0, 0.0, 0.025]
+            start_pos = np.repeat(initial_pos[None], n, axis=0)
             start_pos[:, box, 0] = rng.uniform(-0.1, 0.1, n)
             sim.reset(worlds=done, state={"position": start_pos})
             episode_steps[done] = 0
-            x[done] = start_pos[:, box, 0]
-            vx[done] = 0.0
-        force[:, box, 0] = policy(x, vx)
-        sim.set_control(force=force)
+            if not args.torch:
+                x[done] = start_pos[:, box, 0]
+                vx[done] = 0.0
+        if args.torch:
+            act["force"][:, box, 0] = policy(x, vx)
+        else:
+            force[:, box, 0] = policy(x, vx)
+            sim.set_control(force=force)
         sim.step(args.substeps)
         episode_steps += 1
     wall = time.perf_counter() - t0

@@ -49,6 +49,20 @@ th_venv() {
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${1:+[$1]}"
 }
 
+# torch is optional (tensor state and controls). The test run installs it only from a wheel
+# already on this machine (pip's find-links, no download: an index would bring a CUDA build of
+# several GB); without one the torch tests are skipped and say so.
+th_torch_local() {
+  if .venv/bin/python -c "import importlib.metadata as m; m.version('torch')" >/dev/null 2>&1; then return 0; fi
+  if .venv/bin/python -m pip install -q --disable-pip-version-check --no-index --no-deps torch >/dev/null 2>&1; then
+    local version; version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('torch'))")
+    th_log "installed torch $version from a local wheel; its dependencies from the index"
+    .venv/bin/python -m pip install -q --disable-pip-version-check "torch==$version"
+  else
+    th_log "no local torch wheel: the torch tests will be skipped"
+  fi
+}
+
 export TI_OFFLINE_CACHE_FILE_PATH="$TH_ROOT/.cache/taichi"
 export MESA_SHADER_CACHE_DIR="$TH_ROOT/.cache/mesa"
 export MESA_SHADER_CACHE_MAX_SIZE=2G

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install taichi_hydro with its test extras into .venv and run the test suite on the CPU
-# backend, then on Vulkan (Mesa's lavapipe when there is no GPU). TH_ARCHES overrides the
+# backend, then on Vulkan (Mesa's lavapipe when there is no GPU). torch, optional, is added
+# when a wheel of it lies on this machine (th_torch_local in setup.sh). TH_ARCHES overrides the
 # list (e.g. TH_ARCHES=cpu); TH_REQUIRE_VULKAN=1 makes a missing Vulkan driver an error.
 # Extra arguments go to pytest.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 arches=${TH_ARCHES:-cpu vulkan}
 case " $arches " in *" vulkan "*) th_system vulkan || true ;; *) th_system cpu ;; esac
 th_venv test
+th_torch_local
 status=0
 for arch in $arches; do
   if [ "$arch" = vulkan ] && ! .venv/bin/python -c "import taichi_hydro as th; th.init('vulkan')" >/dev/null 2>&1; then

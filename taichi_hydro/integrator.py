@@ -11,7 +11,8 @@ Kinematic bodies keep their velocity (infinite mass); static bodies never move.
 
 A world whose velocities become non-finite or absurd (|v| > 1e4 m/s, |w| > 1e5 rad/s) is
 marked diverged (world_status = 1) before its pose is touched: it keeps its last good state,
-every stage skips it, and no other world is affected."""
+every stage skips it, and no other world is affected. So is a world whose pose is not finite
+(written so through a state view, sim.state_tensors), which stays as it was written."""
 
 import taichi as ti
 
@@ -82,12 +83,15 @@ def free_velocity(
 
 
 @ti.kernel
-def check_velocities(world_status: nd(dtype=ti.i32, ndim=1), body_vc: nd(dtype=vec3, ndim=2), body_wc: nd(dtype=vec3, ndim=2)):
-    """Marks worlds whose solved velocities are non-finite or absurd as diverged."""
+def check_divergence(world_status: nd(dtype=ti.i32, ndim=1), body_p: nd(dtype=vec3, ndim=2), body_q: nd(dtype=vec4, ndim=2),
+                     body_vc: nd(dtype=vec3, ndim=2), body_wc: nd(dtype=vec3, ndim=2)):
+    """Marks as diverged the worlds with a non-finite pose (written through a state view) or
+    non-finite or absurd solved velocities."""
     for w, b in body_vc:
         v, omega = body_vc[w, b], body_wc[w, b]
         speed, spin = v.norm(), omega.norm()
-        if not (speed <= MAX_SPEED and spin <= MAX_SPIN):  # also true for NaN
+        pose = body_p[w, b].norm() + body_q[w, b].norm()
+        if not (speed <= MAX_SPEED and spin <= MAX_SPIN and pose < 3.0e38):  # also true for NaN
             world_status[w] = 1
 
 

@@ -1,12 +1,17 @@
 """Batched state exchanged with external arrays (torch tensors) on the device.
 
-Taichi kernels take torch tensors as ndarray arguments without copying them: a CUDA tensor
-with the cuda backend, a CPU tensor with the cpu backend (on Vulkan Taichi stages them through
-the host). The kernels here copy between the simulator's state arrays and such tensors inside
-one launch, so reading observations or writing actions never goes through NumPy and never
-waits for the host. torch is optional: only `as_torch=True` and tensor arguments need it."""
+Two ways, torch being optional (only tensor arguments and results need it):
+- views (`tensor_view`): a torch tensor over the very memory of a Taichi ndarray, no copy and
+  no launch. The LLVM backends (cpu, cuda) keep an ndarray in one flat allocation at a
+  physical address (host memory on cpu, device memory on cuda), which a tensor can wrap;
+  Vulkan buffers have no such address, so there are no views on vulkan.
+- copies: Taichi kernels take torch tensors as ndarray arguments without copying them (a CUDA
+  tensor with the cuda backend, a CPU tensor otherwise; on Vulkan Taichi stages them through
+  the host). The kernels here copy between the simulator's state arrays and such tensors in
+  one launch, checking what comes in, so reading observations or writing actions never goes
+  through NumPy."""
 
-
+import numpy as np
 import taichi as ti
 
 from .backend import current_arch
@@ -70,6 +75,39 @@ def rows_from_external(src: ext(ndim=3), dst: ext(ndim=2), width: ti.template(),
             ti.atomic_add(bad[0], 1)
             ti.atomic_min(bad[1], w * src.shape[1] + b)
     return bad[0]
+
+
+class _Memory:
+    """A flat typed block of memory at `address`, described by the array-interface protocol
+    (NumPy's for host memory, CUDA's for device memory). It holds `owner` (the Taichi ndarray)
+    so that the memory lives as long as any tensor made over it."""
+
+    def __init__(self, owner, address: int, shape: tuple[int, ...], typestr: str, device: str):
+        self.owner = owner
+        interface = {"shape": shape, "typestr": typestr, "data": (address, False), "strides": None, "version": 3 if device == "cpu" else 2}
+        if device == "cpu":
+            self.__array_interface__ = interface
+        else:
+            self.__cuda_array_interface__ = interface
+
+
+def tensor_view(arr):
+    """A torch tensor sharing memory with the Taichi ndarray `arr`: shape arr.shape + the element
+    shape (a (W, B) vec3 ndarray gives (W, B, 3)), dtype float32/float64/int32 as the element.
+    Writes through it change `arr` and kernels' writes to `arr` show in it, with no copy or
+    launch. cpu and cuda backends only (SceneError on vulkan). The tensor keeps `arr` alive,
+    but not the Taichi runtime: after th.init restarts Taichi it points at freed memory."""
+    torch = torch_module()
+    arch = current_arch()
+    address = ti.lang.impl.get_runtime().prog.get_ndarray_data_ptr_as_int(arr.arr) if arch in ("cpu", "cuda") else 0
+    if address == 0:
+        raise SceneError(f"tensor views need the cpu or cuda backend (an ndarray on {arch} has no address a tensor can "
+                         "wrap); use get_state(as_torch=True) and set_state/set_control with tensors, which copy on the device")
+    typestr = {"f32": "<f4", "f64": "<f8", "i32": "<i4"}[str(arr.arr.element_data_type())]
+    memory = _Memory(arr, address, tuple(arr.arr.total_shape()), typestr, torch_device())
+    if torch_device() == "cpu":
+        return torch.from_numpy(np.asarray(memory))
+    return torch.as_tensor(memory, device="cuda")
 
 
 def check_tensor_shape(name: str, value, shape: tuple[int, ...]) -> None:

@@ -176,6 +176,11 @@ class Simulator:
         return {"body_p": self.body_p_WB, "body_q": self.body_q_WB, "body_v": self.body_v_WB, "body_w": self.body_w_WB,
                 "pair_impulse": self.pair_impulse, "world_status": self.world_status_array}
 
+    def _state_fields(self) -> dict:
+        """The state arrays keyed as get_state / set_state name them."""
+        return {"position": self.body_p_WB, "orientation": self.body_q_WB, "velocity": self.body_v_WB,
+                "angular_velocity": self.body_w_WB}
+
     @property
     def body_names(self) -> list[str]:
         return [b.name for b in self.scene.bodies]
@@ -251,7 +256,7 @@ class Simulator:
         kernel copies it on the device and checks it there (no host copy of the state)."""
         every = np.arange(self.worlds)
         for (name, width), value, arr in zip(batch.STATE_FIELDS, (position, orientation, velocity, angular_velocity),
-                                             (self.body_p_WB, self.body_q_WB, self.body_v_WB, self.body_w_WB)):
+                                             self._state_fields().values()):
             if value is None:
                 continue
             if interop.is_tensor(value):
@@ -370,8 +375,7 @@ class Simulator:
         as_torch=True new float32 torch tensors on the backend's torch device ("cuda" for the
         cuda backend, else "cpu") filled by one device kernel each, with no trip through the
         host on cuda (torch is an optional dependency)."""
-        fields = {"position": self.body_p_WB, "orientation": self.body_q_WB, "velocity": self.body_v_WB,
-                  "angular_velocity": self.body_w_WB}
+        fields = self._state_fields()
         spend_launches(len(fields))
         if as_torch:
             torch = interop.torch_module()
@@ -383,6 +387,32 @@ class Simulator:
                 out[name] = t
             return out
         return {name: arr.to_numpy().astype(np.float64) for name, arr in fields.items()}
+
+    @_live
+    def state_tensors(self) -> dict:
+        """The state itself as torch tensors (zero-copy views, cpu and cuda backends), keyed as
+        get_state: position (worlds, bodies, 3) [m], orientation (worlds, bodies, 4) (w, x, y,
+        z), velocity [m/s], angular_velocity [rad/s], world frame, body frame origin; dtype
+        float32 (float64 with precision "f64"), on the backend's torch device.
+
+        Made once, they stay valid for the Simulator's life: every step, reset and set_state
+        shows in them with no call and no copy, and an in-place write to them (t[...] = x, not
+        t = x) is the state the next step starts from. Such writes are not checked: keep
+        orientations unit quaternions; a world given a non-finite pose or velocity is marked
+        diverged at its next step and frozen (world_status). On cuda, torch and Taichi share
+        the default stream, so no synchronisation is needed between them. After th.init
+        restarts Taichi the views point at freed memory: get new ones from a new Simulator.
+        SceneError on vulkan (use get_state(as_torch=True), a device copy)."""
+        return {name: interop.tensor_view(arr) for name, arr in self._state_fields().items()}
+
+    @_live
+    def control_tensors(self) -> dict:
+        """The controls of set_control as torch tensors (zero-copy views, as state_tensors):
+        force [N] and torque [N m] of shape (worlds, bodies, 3), at each body's centre of mass,
+        world frame. Writing actions into them in place is set_control without a copy or a
+        check (non-finite values make the world diverge at its next step); reset() zeroes the
+        rows of the worlds it resets."""
+        return {"force": interop.tensor_view(self.body_force), "torque": interop.tensor_view(self.body_torque)}
 
     @_live
     def collide(self) -> np.ndarray:
@@ -521,7 +551,7 @@ class Simulator:
                          "body_reach", "world_residual", "world_stats", "world_momentum", "world_beta", "world_restart", "tolerance", "iterations",
                          "accelerated")
         stages.append(("solve", len(plan.launches)))
-        plan.add(ig.check_velocities, "world_status", "body_vc", "body_wc")
+        plan.add(ig.check_divergence, "world_status", "body_p", "body_q", "body_vc", "body_wc")
         plan.add(ig.integrate, "world_status", "body_kind", "body_com_B", "body_vc", "body_wc", "dt", "body_p", "body_q", "body_v", "body_w")
         if det:
             plan.add(dm.sum_pair_rows, "pair_first", "pair_end", "c_frame", "c_gamma", "c_model", "pair_weight", "pair_impulse", "one")
@@ -622,7 +652,8 @@ class Simulator:
 
     @_live
     def world_status(self) -> np.ndarray:
-        """Per world: 0 running, 1 diverged (non-finite or absurd velocities; frozen)."""
+        """Per world: 0 running, 1 diverged (a non-finite pose, non-finite or absurd velocities;
+        frozen)."""
         spend_launches(1)
         return self.world_status_array.to_numpy()
 

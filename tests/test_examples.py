@@ -3,17 +3,24 @@
 import re
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "examples"))
 
 
-def test_push_box_rl_loop_resets_finished_worlds(arch, capsys):
+@pytest.mark.parametrize("views", [False, True], ids=["numpy", "torch_views"])
+def test_push_box_rl_loop_resets_finished_worlds(arch, capsys, views):
     import push_box_rl
 
+    if views:
+        pytest.importorskip("torch")
+        if arch == "vulkan":
+            pytest.skip("torch_views: no zero-copy tensor views on vulkan")
     # 8 worlds, 60 control steps of 10 ms: a box starting at most 0.1 m behind x = 0 under at
     # most 3 N reaches x = 0.3 m well within 0.6 s, so every world finishes at least once.
-    assert push_box_rl.main(["--arch", arch, "--worlds", "8", "--iterations", "60"]) == 0
+    assert push_box_rl.main(["--arch", arch, "--worlds", "8", "--iterations", "60"] + ["--torch"] * views) == 0
     out = capsys.readouterr().out
     finished, reached = map(int, re.search(r"episodes finished: (\d+), reached the target: (\d+)", out).groups())
     assert finished >= 8 and reached == finished

@@ -81,3 +81,70 @@ def test_torch_inputs_are_checked(torch_sim):
         sim.set_control(force=torch.zeros((3, 2), device=dev))
     with pytest.raises(th.SceneError, match="zero norm"):
         sim.set_state(orientation=torch.zeros((3, 2, 4), device=dev))
+
+
+def test_state_views_are_the_state(torch_sim):
+    """state_tensors() are the state arrays themselves: steps and resets show in them without a
+    call, and an in-place write is what the next step starts from (the same run as set_state)."""
+    torch, sim = torch_sim
+    if th.current_arch() == "vulkan":
+        with pytest.raises(th.SceneError, match="tensor views need the cpu or cuda backend"):
+            sim.state_tensors()
+        return
+    views = sim.state_tensors()
+    addresses = {name: t.data_ptr() for name, t in views.items()}
+    sim.step(5)
+    for name, value in sim.get_state().items():
+        assert views[name].shape == value.shape and views[name].dtype == torch.float32
+        np.testing.assert_array_equal(views[name].cpu().numpy(), value.astype(np.float32))
+    moved = sim.get_state()
+    moved["position"][:, 1, 2] += np.array([0.0, 0.01, 0.02])
+    moved["velocity"][:, 1, 0] = [0.0, 0.5, -0.5]
+    views["position"][:, 1, 2] += torch.tensor([0.0, 0.01, 0.02], device=views["position"].device)
+    views["velocity"][:, 1, 0] = torch.tensor([0.0, 0.5, -0.5], device=views["velocity"].device)
+    np.testing.assert_array_equal(sim.get_state()["velocity"][:, 1, 0], [0.0, 0.5, -0.5])
+    sim.step(10)
+    via_views = sim.get_state()
+    sim.reset()
+    np.testing.assert_array_equal(views["position"].cpu().numpy(), sim.get_state()["position"].astype(np.float32))
+    sim.step(5)
+    sim.set_state(**moved)
+    sim.step(10)
+    for name, value in sim.get_state().items():
+        np.testing.assert_array_equal(value, via_views[name])
+    assert {name: t.data_ptr() for name, t in sim.state_tensors().items()} == addresses
+
+
+def test_control_views_act_like_set_control_and_reset_clears_them(torch_sim):
+    torch, sim = torch_sim
+    if th.current_arch() == "vulkan":
+        with pytest.raises(th.SceneError, match="use get_state"):
+            sim.control_tensors()
+        return
+    force = np.zeros((3, 2, 3))
+    force[:, 1, 0] = [0.0, 1.0, 2.0]
+    controls = sim.control_tensors()
+    controls["force"][:, 1, 0] = torch.tensor([0.0, 1.0, 2.0], device=controls["force"].device)
+    sim.step(10)
+    via_view = sim.get_state()
+    assert via_view["velocity"][2, 1, 0] > via_view["velocity"][1, 1, 0] > 0.0  # pushed along x in proportion
+    sim.reset(worlds=[2])
+    np.testing.assert_array_equal(controls["force"][:, 1, 0].cpu().numpy(), [0.0, 1.0, 0.0])
+    sim.reset()
+    sim.set_control(force=force)
+    sim.step(10)
+    np.testing.assert_array_equal(sim.get_state()["position"], via_view["position"])
+
+
+def test_non_finite_pose_written_through_a_view_freezes_only_its_world(torch_sim):
+    torch, sim = torch_sim
+    if th.current_arch() == "vulkan":
+        pytest.skip(f"{th.current_arch()}: no tensor views")
+    reference = th.Simulator(sim.scene, worlds=3)
+    sim.state_tensors()["position"][1, 1, 0] = float("nan")
+    sim.step(3)
+    reference.step(3)
+    np.testing.assert_array_equal(sim.world_status(), [0, 1, 0])
+    assert np.isnan(sim.get_state()["position"][1, 1, 0])
+    for w in (0, 2):
+        np.testing.assert_array_equal(sim.get_state()["position"][w], reference.get_state()["position"][w])
