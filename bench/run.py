@@ -112,6 +112,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             sim.step(steps)
             sim.world_status()
             first = time.perf_counter() - t0
+            growths_first = sim.collision.growths
             sim.reset()
             sim.world_status()
             t0 = time.perf_counter()
@@ -137,6 +138,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "iterations_per_world_step": totals["iterations"] / (worlds * steps),
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
                 "diverged_worlds": diverged,
+                "pool_overflows": {"first_run": growths_first, "timed_run": sim.collision.growths - growths_first},
                 "solver": f"{sim.method}/{sim.schedule}",
                 "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),

@@ -115,6 +115,7 @@ class Collision:
         self._allocate(self.caps)
         self.last_counts = np.zeros(8, dtype=np.int64)
         self.passes = 0
+        self.growths = 0  # pool overflows so far, each answered by growing and recomputing
 
     def _allocate(self, caps: Capacities):
         for name, value in zip(CAPACITY_NAMES, caps.as_tuple()):
@@ -219,7 +220,13 @@ class Collision:
             if grown is None:
                 self.last_counts = counts
                 return counts
-            self._allocate(grown)
+            self.grow(grown)
+
+    def grow(self, caps: Capacities) -> None:
+        """Reallocate the pools at the larger capacities `caps` after an overflow (counted in
+        growths; CapacityError past max_capacity)."""
+        self._allocate(caps)
+        self.growths += 1
 
     @property
     def polygon_count(self) -> int:

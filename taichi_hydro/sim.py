@@ -593,7 +593,7 @@ class Simulator:
                 for saved, arr in zip(self._table_snapshot, self._table()):
                     arr.copy_from(saved)
                 self.stat_sums.from_numpy(sums_before)
-                self.collision._allocate(grown)
+                self.collision.grow(grown)
                 args = self._step_args()
                 for saved, arr in zip(self._table_snapshot, self._table()):
                     saved.copy_from(arr)
