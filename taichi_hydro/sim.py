@@ -399,8 +399,10 @@ class Simulator:
         shows in them with no call and no copy, and an in-place write to them (t[...] = x, not
         t = x) is the state the next step starts from. Such writes are not checked: keep
         orientations unit quaternions; a world given a non-finite pose or velocity is marked
-        diverged at its next step and frozen (world_status). On cuda, torch and Taichi share
-        the default stream, so no synchronisation is needed between them. After th.init
+        diverged at its next step and frozen (world_status). step() returns after its device
+        work is done (it reads the pool counters), so the views are current when it returns.
+        On cuda, torch's work on a view is expected to be ordered with Taichi's by the default
+        stream both use (not yet run on a GPU). After th.init
         restarts Taichi the views point at freed memory: get new ones from a new Simulator.
         SceneError on vulkan (use get_state(as_torch=True), a device copy)."""
         return {name: interop.tensor_view(arr) for name, arr in self._state_fields().items()}
