@@ -115,24 +115,38 @@ def _defer_to_fresh_process(nodeid: str) -> bool:
     return bool(rerun)
 
 
-@pytest.hookimpl(tryfirst=True)
+def _skip_for_budget(nodeid: str, used_before: int, exc: Exception) -> None:
+    """Skip a test that met lavapipe's launch budget: deferred to a fresh process (its id in
+    $TH_RERUN_FILE) when earlier tests used part of the budget, else for good, with the reason."""
+    if used_before > 0 and _defer_to_fresh_process(nodeid):
+        pytest.skip(f"{nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
+    pytest.skip(f"{nodeid}: lavapipe launch budget: {exc}")
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     """Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET). A test
     marked launches(n) (its count on the cpu backend, where it is the same) is skipped if n
     exceeds the budget, and deferred to a fresh process at once if n does not fit in what is
-    left, instead of running until it meets the limit."""
+    left, instead of running until it meets the limit. A fixture that meets the limit while
+    setting a test up (a Simulator built for it) defers or skips it as the test itself would."""
+    import taichi_hydro as th
     from taichi_hydro import backend
 
     budget = backend.launch_budget() if backend.is_initialized() else None
     marker = item.get_closest_marker("launches")
-    if budget is None or marker is None:
-        return
-    need, used = marker.args[0], backend.launches_made()
-    if need > budget:
-        pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per process "
-                    "(backend.LAUNCH_BUDGET); it runs on the cpu backend and on GPU drivers")
-    if used > 0 and used + need > budget and _defer_to_fresh_process(item.nodeid):
-        pytest.skip(f"{item.nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
+    if budget is not None and marker is not None:
+        need, used = marker.args[0], backend.launches_made()
+        if need > budget:
+            pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per process "
+                        "(backend.LAUNCH_BUDGET); it runs on the cpu backend and on GPU drivers")
+        if used > 0 and used + need > budget and _defer_to_fresh_process(item.nodeid):
+            pytest.skip(f"{item.nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
+    used_before = backend.launches_made()
+    try:
+        return (yield)
+    except th.LaunchBudgetError as exc:
+        _skip_for_budget(item.nodeid, used_before, exc)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -147,9 +161,7 @@ def pytest_pyfunc_call(pyfuncitem):
     try:
         return (yield)
     except th.LaunchBudgetError as exc:
-        if used_before > 0 and _defer_to_fresh_process(pyfuncitem.nodeid):
-            pytest.skip(f"{pyfuncitem.nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
-        pytest.skip(f"{pyfuncitem.nodeid}: lavapipe launch budget: {exc}")
+        _skip_for_budget(pyfuncitem.nodeid, used_before, exc)
 
 
 _exit_status: list = []
