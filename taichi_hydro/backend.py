@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
+import warnings
 from dataclasses import dataclass
 
 from .errors import BackendError, LaunchBudgetError
@@ -105,7 +106,10 @@ def _end_runtime() -> None:
     import taichi as ti
 
     gc.collect()
-    _stale_handles.extend(o for o in gc.get_objects() if isinstance(o, (ti.lang._ndarray.Ndarray, ti.graph.Graph)))
+    handle_types = (ti.lang._ndarray.Ndarray, ti.graph.Graph)
+    with warnings.catch_warnings():  # isinstance on every live object also touches deprecated aliases (torch's)
+        warnings.simplefilter("ignore")
+        _stale_handles.extend(o for o in gc.get_objects() if isinstance(o, handle_types))
     ti.reset()
     _state.update(arch=None, precision=None)
 
