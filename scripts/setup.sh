@@ -53,10 +53,11 @@ th_venv() {
 # already on this machine (pip's find-links, no download: an index would bring a CUDA build of
 # several GB); without one the torch tests are skipped and say so.
 th_torch_local() {
-  if .venv/bin/python -c "import importlib.metadata as m; m.version('torch')" >/dev/null 2>&1; then return 0; fi
-  if .venv/bin/python -m pip install -q --disable-pip-version-check --no-index --no-deps torch >/dev/null 2>&1; then
+  if .venv/bin/python -c "import torch" >/dev/null 2>&1; then return 0; fi
+  if .venv/bin/python -c "import importlib.metadata as m; m.version('torch')" >/dev/null 2>&1 ||
+     .venv/bin/python -m pip install -q --disable-pip-version-check --no-index --no-deps torch >/dev/null 2>&1; then
     local version; version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('torch'))")
-    th_log "installed torch $version from a local wheel; its dependencies from the index"
+    th_log "torch $version from a local wheel; its dependencies from the index"
     .venv/bin/python -m pip install -q --disable-pip-version-check "torch==$version" ||
       th_log "torch's dependencies did not install: the torch tests will be skipped"
   else

@@ -18,7 +18,7 @@
 import taichi as ti
 
 from . import hashing
-from .math3d import quat_to_mat
+from .math3d import finite_pose, quat_to_mat
 from .model import G_BODY, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, PairType
 
 nd = ti.types.ndarray
@@ -134,7 +134,9 @@ def pair_activity(
 ):
     """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes
     overlap, or the mesh box reaches below a half-space; 0 in a diverged world) and
-    pair_box[w, p], the box intersection of a hashed pair."""
+    pair_box[w, p], the box intersection of a hashed pair. A pair with a non-finite pose (as a
+    write through a state view can leave) is inactive and marks its world diverged, so no
+    later stage of the step works on that world."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
     for w, p in ti.ndrange(W, P):
@@ -143,10 +145,13 @@ def pair_activity(
         ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
         active = 0
         inter = empty_box()
+        ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
         if world_status[w] != 0:
             active = 0
+        elif finite_pose(body_p[w, ba], body_q[w, ba]) == 0 or finite_pose(body_p[w, bb], body_q[w, bb]) == 0:
+            world_status[w] = 1
+            active = 0
         elif t == PairType.TET_TET or t == PairType.TET_TRI:
-            ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
             box_a = geometry_box(geom_box_G[ga], geom_ball_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])
             box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], quat_to_mat(body_q[w, bb]), body_p[w, bb])
             inter = intersect(box_a, box_b)

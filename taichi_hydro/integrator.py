@@ -16,7 +16,7 @@ every stage skips it, and no other world is affected. So is a world whose pose i
 
 import taichi as ti
 
-from .math3d import quat_mul, quat_to_mat
+from .math3d import finite_pose, quat_mul, quat_to_mat
 from .model import BODY_DYNAMIC, BODY_STATIC
 
 nd = ti.types.ndarray
@@ -85,13 +85,13 @@ def free_velocity(
 @ti.kernel
 def check_divergence(world_status: nd(dtype=ti.i32, ndim=1), body_p: nd(dtype=vec3, ndim=2), body_q: nd(dtype=vec4, ndim=2),
                      body_vc: nd(dtype=vec3, ndim=2), body_wc: nd(dtype=vec3, ndim=2)):
-    """Marks as diverged the worlds with a non-finite pose (written through a state view) or
-    non-finite or absurd solved velocities."""
+    """Marks as diverged the worlds with non-finite or absurd solved velocities, or a
+    non-finite pose (written through a state view; the collision stage already catches it
+    for bodies that have contact pairs)."""
     for w, b in body_vc:
         v, omega = body_vc[w, b], body_wc[w, b]
         speed, spin = v.norm(), omega.norm()
-        pose = body_p[w, b].norm() + body_q[w, b].norm()
-        if not (speed <= MAX_SPEED and spin <= MAX_SPIN and pose < 3.0e38):  # also true for NaN
+        if not (speed <= MAX_SPEED and spin <= MAX_SPIN) or finite_pose(body_p[w, b], body_q[w, b]) == 0:  # also for NaN
             world_status[w] = 1
 
 

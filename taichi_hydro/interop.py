@@ -103,6 +103,8 @@ def tensor_view(arr):
     if address == 0:
         raise SceneError(f"tensor views need the cpu or cuda backend (an ndarray on {arch} has no address a tensor can "
                          "wrap); use get_state(as_torch=True) and set_state/set_control with tensors, which copy on the device")
+    if arch == "cuda" and not torch.cuda.is_available():
+        raise SceneError(f"tensor views on the cuda backend need a torch built with CUDA (this torch {torch.__version__} has none)")
     typestr = {"f32": "<f4", "f64": "<f8", "i32": "<i4"}[str(arr.arr.element_data_type())]
     memory = _Memory(arr, address, tuple(arr.arr.total_shape()), typestr, torch_device())
     if torch_device() == "cpu":

@@ -8,6 +8,19 @@ mat3 = ti.math.mat3
 
 
 @ti.func
+def finite_pose(p: vec3, q: vec4) -> ti.i32:
+    """1 when every component of a pose (position p, quaternion q) is finite (not NaN or inf)."""
+    ok = 1
+    for k in ti.static(range(3)):
+        if not ti.abs(p[k]) < 3.0e38:  # also true for NaN
+            ok = 0
+    for k in ti.static(range(4)):
+        if not ti.abs(q[k]) < 3.0e38:
+            ok = 0
+    return ok
+
+
+@ti.func
 def quat_to_mat(q: vec4) -> mat3:
     """Rotation matrix R of a unit quaternion q = (w, x, y, z)."""
     w, x, y, z = q[0], q[1], q[2], q[3]
