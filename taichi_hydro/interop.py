@@ -91,15 +91,27 @@ class _Memory:
             self.__cuda_array_interface__ = interface
 
 
+def ndarray_address(arr) -> int:
+    """The address of a Taichi ndarray's memory (host on cpu, device on cuda), 0 on backends
+    whose buffers have none (vulkan)."""
+    if current_arch() not in ("cpu", "cuda"):
+        return 0
+    return int(ti.lang.impl.get_runtime().prog.get_ndarray_data_ptr_as_int(arr.arr))
+
+
 def tensor_view(arr):
     """A torch tensor sharing memory with the Taichi ndarray `arr`: shape arr.shape + the element
     shape (a (W, B) vec3 ndarray gives (W, B, 3)), dtype float32/float64/int32 as the element.
     Writes through it change `arr` and kernels' writes to `arr` show in it, with no copy or
     launch. cpu and cuda backends only (SceneError on vulkan). The tensor keeps `arr` alive,
-    but not the Taichi runtime: after th.init restarts Taichi it points at freed memory."""
+    but not the Taichi runtime: after th.init restarts Taichi it points at freed memory.
+
+    Each view is checked once when made (check_view): a probe written through Taichi must read
+    back through the tensor, so a view that would not be the array's memory is an error, not
+    silently wrong data."""
     torch = torch_module()
     arch = current_arch()
-    address = ti.lang.impl.get_runtime().prog.get_ndarray_data_ptr_as_int(arr.arr) if arch in ("cpu", "cuda") else 0
+    address = ndarray_address(arr)
     if address == 0:
         raise SceneError(f"tensor views need the cpu or cuda backend (an ndarray on {arch} has no address a tensor can "
                          "wrap); use get_state(as_torch=True) and set_state/set_control with tensors, which copy on the device")
@@ -108,8 +120,26 @@ def tensor_view(arr):
     typestr = {"f32": "<f4", "f64": "<f8", "i32": "<i4"}[str(arr.arr.element_data_type())]
     memory = _Memory(arr, address, tuple(arr.arr.total_shape()), typestr, torch_device())
     if torch_device() == "cpu":
-        return torch.from_numpy(np.asarray(memory))
-    return torch.as_tensor(memory, device="cuda")
+        view = torch.from_numpy(np.asarray(memory))
+    else:
+        view = torch.as_tensor(memory, device="cuda")
+    check_view(arr, view)
+    return view
+
+
+def check_view(arr, view) -> None:
+    """SceneError unless `view` reads `arr`'s memory: writes a probe (distinct values) into
+    `arr` with Taichi, reads it through the tensor, and puts `arr`'s contents back."""
+    saved = arr.to_numpy()
+    probe = (np.arange(saved.size) % 8_388_593 + 1).reshape(saved.shape).astype(saved.dtype)
+    arr.from_numpy(probe)
+    ti.sync()
+    seen = view.cpu().numpy().copy()  # on cuda, .cpu() waits for the stream; on cpu it would share the memory
+    arr.from_numpy(saved)
+    if seen.shape != probe.shape or not np.array_equal(seen, probe):
+        raise SceneError(f"a tensor view of a {arr.arr.element_data_type()} ndarray of shape {tuple(arr.arr.total_shape())} "
+                         f"on {current_arch()} does not read the array's memory (a probe written by Taichi did not read back): "
+                         "use get_state(as_torch=True), which copies")
 
 
 def check_tensor_shape(name: str, value, shape: tuple[int, ...]) -> None:

@@ -402,7 +402,7 @@ class Simulator:
         diverged at its next step and frozen (world_status). step() returns after its device
         work is done (it reads the pool counters), so the views are current when it returns.
         On cuda, torch's work on a view is expected to be ordered with Taichi's by the default
-        stream both use (not yet run on a GPU). After th.init
+        stream both use (not yet run on a GPU; each view is checked when made, interop.check_view). After th.init
         restarts Taichi the views point at freed memory: get new ones from a new Simulator.
         SceneError on vulkan (use get_state(as_torch=True), a device copy)."""
         return {name: interop.tensor_view(arr) for name, arr in self._state_fields().items()}

@@ -148,3 +148,25 @@ def test_non_finite_pose_written_through_a_view_freezes_only_its_world(torch_sim
     assert np.isnan(sim.get_state()["position"][1, 1, 0])
     for w in (0, 2):
         np.testing.assert_array_equal(sim.get_state()["position"][w], reference.get_state()["position"][w])
+
+
+def test_a_view_that_misses_the_array_is_refused(torch_sim, monkeypatch):
+    """Each view is checked when made: one over other memory (here a decoy array of the same
+    shape standing in for a wrong address) raises, and the state is left as it was."""
+    torch, sim = torch_sim
+    if th.current_arch() == "vulkan":
+        pytest.skip(f"{th.current_arch()}: no tensor views")
+    from taichi_hydro import interop
+
+    sim.step(3)
+    before = sim.get_state()
+    decoy = ti.ndarray(ti.math.vec3, (3, 2))
+    right = interop.ndarray_address
+    monkeypatch.setattr(interop, "ndarray_address", lambda arr: right(decoy))
+    with pytest.raises(th.SceneError, match=r"does not read the array's memory"):
+        sim.state_tensors()
+    monkeypatch.setattr(interop, "ndarray_address", right)
+    for name, value in sim.get_state().items():
+        np.testing.assert_array_equal(value, before[name])
+    views = sim.state_tensors()
+    np.testing.assert_array_equal(views["velocity"].cpu().numpy(), before["velocity"].astype(np.float32))
