@@ -116,6 +116,7 @@ class Simulator:
         self.world_momentum = ti.ndarray(float, W)
         self.world_beta = ti.ndarray(float, W)
         self.body_vx = ti.ndarray(vec3, (W, B))
+        self.body_awake = ti.ndarray(ti.i32, (W, B))
         self.body_wx = ti.ndarray(vec3, (W, B))
         self.world_restart = ti.ndarray(float, W)
         self.world_start = ti.ndarray(ti.i32, W + 1)
@@ -485,7 +486,7 @@ class Simulator:
             poly_slot=self.poly_slot, c_ids=self.c_ids, c_key=self.c_key, table_key=self.table_key, table_val=self.table_val,
             table_occ=self.table_occ, c_frame=self.c_frame, c_ra=self.c_ra, c_rb=self.c_rb,
             c_model=self.c_model, c_reg=self.c_reg, c_gamma=self.c_gamma, c_delta=self.c_delta, c_prev=self.c_prev, c_restart=self.c_restart,
-            world_momentum=self.world_momentum, world_restart=self.world_restart, world_beta=self.world_beta, body_vx=self.body_vx,
+            world_momentum=self.world_momentum, world_restart=self.world_restart, world_beta=self.world_beta, body_vx=self.body_vx, body_awake=self.body_awake, sleep=int(self.method == "gauss_seidel"),
             body_wx=self.body_wx, accelerated=int(self.method == "accelerated"),
             dt=float(self.dt), beta=float(st.beta), sigma=float(st.sigma), warm_start=int(st.warm_start),
             iterations=int(st.iterations), tolerance=float(st.tolerance), omega=float(st.relaxation),
@@ -527,7 +528,7 @@ class Simulator:
         if self.schedule == "world":
             plan.add(sv.solve_world_serial, "world_start", "world_status", "c_ids", "c_frame", "c_ra", "c_rb", "c_reg", "c_gamma", "c_delta",
                      "body_vc", "body_wc", "body_vx", "body_wx", "body_reach", "body_inv_mass", "body_inv_inertia_W", "iterations", "tolerance", "omega", "coulomb",
-                     "gauss_seidel", "accelerated", "c_prev", "world_stats")
+                     "gauss_seidel", "accelerated", "c_prev", "world_stats", "body_awake", "sleep")
         else:
             gather = ("world_status", "world_stats", "body_pair_start", "body_pairs", "pair_i", "pair_first", "pair_end", "c_frame",
                       "c_ra", "c_rb")
@@ -661,10 +662,15 @@ class Simulator:
 
     @_live
     def solver_stats(self) -> dict[str, np.ndarray]:
-        """Last step, per world: solver iterations, final residual [m/s], contact count."""
+        """Last step, per world: solver iterations (sweeps), final residual [m/s], contact count,
+        and contact updates (Gauss-Seidel skips the contacts of bodies that have settled, so
+        updates <= iterations x contacts; the contact schedule updates every contact of a
+        world each sweep)."""
         spend_launches(1)
         s = self.world_stats.to_numpy()
-        return {"iterations": s[:, 0].astype(int), "residual": s[:, 1], "contacts": s[:, 2].astype(int)}
+        iterations, contacts = s[:, 0].astype(int), s[:, 2].astype(int)
+        updates = s[:, 3].astype(int) if self.schedule == "world" else iterations * contacts
+        return {"iterations": iterations, "residual": s[:, 1], "contacts": contacts, "updates": updates}
 
     @_live
     def step_totals(self) -> dict[str, float]:
