@@ -3,8 +3,7 @@ step, taichi_hydro.solver), side by side in one process.
 
     python -m bench.sleep_ab --arch cpu --cases pile_27:64,pile_64:16,box_stack:64,coin:64 --out bench/results/sleep_ab_2core_epyc.json
 
-Two simulators of a case, one with sleep off (an override of the solve kernel's `sleep`
-argument, which the Simulator sets on for Gauss-Seidel), run the case's steps once to grow
+Two simulators of a case, one with `[solver] sleep = false`, run the case's steps once to grow
 their pools and compile, are reset, then step in alternating chunks of 10 steps (the order
 flips every chunk) so that both see the same machine load. One JSON line per case: world-steps/s
 of each, their ratio, the mean height of the bodies at the end (the runs differ only within
@@ -14,6 +13,7 @@ untimed pass step by step)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -30,11 +30,10 @@ def measure(case_name: str, worlds: int, chunk: int = 10) -> dict:
     case = registry.find_dynamics(case_name)
     sims, seconds, updates = {}, {}, {}
     for sleep in (0, 1):
-        sim = th.Simulator(case.scene(), worlds=worlds)
+        scene = case.scene()
+        sim = th.Simulator(dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, sleep=bool(sleep))), worlds=worlds)
         if sim.method != "gauss_seidel":
             raise SystemExit(f"{case_name}: sleep is a Gauss-Seidel feature, the {th.current_arch()} default here is {sim.method}")
-        plain = sim._step_args
-        sim._step_args = lambda plain=plain, sleep=sleep: {**plain(), "sleep": sleep}
         sim.step(case.steps)
         sim.reset()
         sim.world_status()

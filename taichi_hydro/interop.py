@@ -1,8 +1,8 @@
 """Batched state exchanged with external arrays (torch tensors) on the device.
 
 Two ways, torch being optional (only tensor arguments and results need it):
-- views (`tensor_view`): a torch tensor over the very memory of a Taichi ndarray, no copy and
-  no launch. The LLVM backends (cpu, cuda) keep an ndarray in one flat allocation at a
+- views (`tensor_view`): a torch tensor over the very memory of a Taichi ndarray: reading and
+  writing it needs no copy and no launch (making one checks it once, check_view). The LLVM backends (cpu, cuda) keep an ndarray in one flat allocation at a
   physical address (host memory on cpu, device memory on cuda), which a tensor can wrap;
   Vulkan buffers have no such address, so there are no views on vulkan.
 - copies: Taichi kernels take torch tensors as ndarray arguments without copying them (a CUDA
@@ -107,8 +107,9 @@ def tensor_view(arr):
     but not the Taichi runtime: after th.init restarts Taichi it points at freed memory.
 
     Each view is checked once when made (check_view): a probe written through Taichi must read
-    back through the tensor, so a view that would not be the array's memory is an error, not
-    silently wrong data."""
+    back through the tensor, so a view that reads other memory is an error, not silently wrong
+    data (an address outside any allocation could still crash the process). This checks the
+    address, dtype and layout, not the ordering of torch's and Taichi's work in later use."""
     torch = torch_module()
     arch = current_arch()
     address = ndarray_address(arr)
@@ -134,8 +135,14 @@ def check_view(arr, view) -> None:
     probe = (np.arange(saved.size) % 8_388_593 + 1).reshape(saved.shape).astype(saved.dtype)
     arr.from_numpy(probe)
     ti.sync()
-    seen = view.cpu().numpy().copy()  # on cuda, .cpu() waits for the stream; on cpu it would share the memory
-    arr.from_numpy(saved)
+    try:
+        seen = view.cpu().numpy().copy()  # on cuda, .cpu() waits for the stream; on cpu it would share the memory
+    except RuntimeError as exc:  # torch refusing the pointer (another CUDA context, say)
+        raise SceneError(f"a tensor view on {current_arch()} could not be read ({exc}): use get_state(as_torch=True), "
+                         "which copies") from exc
+    finally:
+        arr.from_numpy(saved)
+        ti.sync()
     if seen.shape != probe.shape or not np.array_equal(seen, probe):
         raise SceneError(f"a tensor view of a {arr.arr.element_data_type()} ndarray of shape {tuple(arr.arr.total_shape())} "
                          f"on {current_arch()} does not read the array's memory (a probe written by Taichi did not read back): "

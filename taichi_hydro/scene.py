@@ -98,7 +98,8 @@ class SolverSettings:
     iterations [100]: cap on Jacobi iterations per step.
     tolerance [1e-6 m/s]: a world's solve stops when no point of any of its bodies changes
       velocity by more than this over one iteration (|dv| + reach |dw| per body, reach: the
-      distance from the centre of mass to the farthest point of the body's geometry).
+      distance from the centre of mass to the farthest point of the body's geometry; with
+      sleep, a sleeping body's change since it fell asleep).
     relaxation [0.9]: Jacobi step omega in (0, 1].
     mode ["coulomb"]: "coulomb" adds the De Saxce term mu |v_t| to the normal residual, so
       sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating
@@ -115,6 +116,11 @@ class SolverSettings:
       applied at once: only with the "world" schedule). "auto": Gauss-Seidel for the world
       schedule, accelerated Jacobi for the contact schedule. All three have the same fixed
       point (tests/test_dynamics.py::test_solver_methods_agree).
+    sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
+      bodies that have settled (moved by no more than the tolerance over two sweeps; woken
+      when their neighbours move them past it; see solver.py). The result stays within the
+      tolerance of the full sweeps; false updates every contact in every sweep. No effect on
+      Jacobi.
     deterministic [false]: results independent of thread timing, bit for bit from run to run
       and equal to a one-world run world by world: contacts are sorted within each world and
       float sums are gathered in that order instead of accumulated by atomics (see
@@ -130,6 +136,7 @@ class SolverSettings:
     schedule: str = "auto"
     method: str = "auto"
     deterministic: bool = False
+    sleep: bool = True
 
 
 @dataclass(frozen=True)
@@ -372,6 +379,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
         method=st.string("method", "auto", choices=("auto", "jacobi", "accelerated", "gauss_seidel")),
         deterministic=st.boolean("deterministic", False),
+        sleep=st.boolean("sleep", True),
     )
     if solver.method == "gauss_seidel" and solver.schedule == "contact":
         raise st.error("method", "gauss_seidel needs schedule = \"world\" (contact updates run in parallel)")

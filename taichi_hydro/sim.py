@@ -116,7 +116,7 @@ class Simulator:
         self.world_momentum = ti.ndarray(float, W)
         self.world_beta = ti.ndarray(float, W)
         self.body_vx = ti.ndarray(vec3, (W, B))
-        self.body_awake = ti.ndarray(ti.i32, (W, B))
+        self.body_awake = ti.ndarray(ti.i32, (W, B) if self.schedule == "world" else (1, 1))  # Gauss-Seidel's sleep
         self.body_wx = ti.ndarray(vec3, (W, B))
         self.world_restart = ti.ndarray(float, W)
         self.world_start = ti.ndarray(ti.i32, W + 1)
@@ -403,7 +403,8 @@ class Simulator:
         diverged at its next step and frozen (world_status). step() returns after its device
         work is done (it reads the pool counters), so the views are current when it returns.
         On cuda, torch's work on a view is expected to be ordered with Taichi's by the default
-        stream both use (not yet run on a GPU; each view is checked when made, interop.check_view). After th.init
+        stream both use (not yet run on a GPU; the address is checked when a view is made,
+        interop.check_view, the stream ordering is not). After th.init
         restarts Taichi the views point at freed memory: get new ones from a new Simulator.
         SceneError on vulkan (use get_state(as_torch=True), a device copy)."""
         return {name: interop.tensor_view(arr) for name, arr in self._state_fields().items()}
@@ -486,7 +487,8 @@ class Simulator:
             poly_slot=self.poly_slot, c_ids=self.c_ids, c_key=self.c_key, table_key=self.table_key, table_val=self.table_val,
             table_occ=self.table_occ, c_frame=self.c_frame, c_ra=self.c_ra, c_rb=self.c_rb,
             c_model=self.c_model, c_reg=self.c_reg, c_gamma=self.c_gamma, c_delta=self.c_delta, c_prev=self.c_prev, c_restart=self.c_restart,
-            world_momentum=self.world_momentum, world_restart=self.world_restart, world_beta=self.world_beta, body_vx=self.body_vx, body_awake=self.body_awake, sleep=int(self.method == "gauss_seidel"),
+            world_momentum=self.world_momentum, world_restart=self.world_restart, world_beta=self.world_beta, body_vx=self.body_vx,
+            body_awake=self.body_awake, sleep=int(self.method == "gauss_seidel" and st.sleep),
             body_wx=self.body_wx, accelerated=int(self.method == "accelerated"),
             dt=float(self.dt), beta=float(st.beta), sigma=float(st.sigma), warm_start=int(st.warm_start),
             iterations=int(st.iterations), tolerance=float(st.tolerance), omega=float(st.relaxation),

@@ -43,8 +43,9 @@ waking: 8.6 instead of 7.9 sweeps per step). Measured on a 2-core EPYC: one solv
 40, 75, 110 and 140 of pile_27 (16 worlds) has the same error with and without sleep against a
 solve converged to 1e-10 m/s (1.5e-5 m/s both at step 140); over whole runs
 (bench/sleep_ab.py) sleep makes 16 % fewer contact updates on pile_27 and 21 % on pile_64, as
-many on the coin and 6 % more on box_stack, for 1.08x the world-steps/s on pile_27 x 64 and
-1.16x on pile_64 x 16 (README, "Sleep").
+many on the coin and 6 % more on box_stack, for 1.07x the world-steps/s on pile_27 x 64 and
+1.16x on pile_64 x 16 (README, "Sleep"; this machine varies by several per cent from run to
+run). `[solver] sleep = false` updates every contact in every sweep.
 
 "accelerated": the Jacobi step above is a projected gradient step (step D) on the convex
 problem min 1/2 gamma^T (W + R) gamma + gamma^T (J v* - v_hat) over the cones; Nesterov's
@@ -203,7 +204,7 @@ def solve_world_serial(
     x_k+1) and velocities alike (body_vx/body_wx keep v(x_k), the velocities of the impulses
     without extrapolation). Reads and writes c_gamma and the velocities (body_vc: centre of mass,
     body_w: angular, world frame); writes world_stats[w] = (iterations, residual [m/s],
-    contacts, contact updates)."""
+    contacts, contact updates; float, exact up to 2^24 updates per world and step)."""
     B = body_vc.shape[1]
     for w in range(world_start.shape[0] - 1):
         start, end = world_start[w], world_start[w + 1]

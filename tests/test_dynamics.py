@@ -360,7 +360,8 @@ def test_gauss_seidel_sleep_skips_settled_bodies_at_no_cost_in_accuracy(arch):
       so the worst errors must agree to within a factor 2 (plus the tolerance)."""
     from taichi_hydro import solver as sv
 
-    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "pile.toml"))
+    pile = th.load_scene(ROOT / "scenes" / "pile.toml")
+    sim = th.Simulator(dataclasses.replace(pile, solver=dataclasses.replace(pile.solver, schedule="world", method="gauss_seidel")))
     sim.step(46)
     plan, args = sim._build_step_plan(), sim._step_args()
     k = next(i for i, (kernel, _) in enumerate(plan.launches) if kernel is sv.solve_world_serial)
@@ -384,3 +385,7 @@ def test_gauss_seidel_sleep_skips_settled_bodies_at_no_cost_in_accuracy(arch):
     assert int(s1[3]) < int(s1[0]) * int(s1[2])  # contacts were skipped
     assert int(s1[0]) <= 1.25 * int(s0[0])  # and the sweeps did not stall
     assert e[1].max() <= 2 * e[0].max() + TOLERANCE and e[3].max() <= 2 * e[2].max() + TOLERANCE
+    off = th.Simulator(dataclasses.replace(pile, solver=dataclasses.replace(sim.settings, sleep=False)))  # the scene key
+    off.step(46)
+    stats = off.solver_stats()
+    assert stats["updates"][0] == stats["iterations"][0] * stats["contacts"][0] > 0

@@ -59,6 +59,7 @@ BAD = [
     (("sim", "gravity"), [0, 0], ["'gravity'", "3 numbers"]),
     (("solver", "iterations"), 0, ["[solver]", "'iterations'", ">= 1"]),
     (("solver", "iterations"), 2.5, ["'iterations'", "integer"]),
+    (("solver", "sleep"), "no", ["[solver]", "'sleep'"]),
     (("body", 1, "colour"), "red", ["body 'ball'", "unknown key 'colour'"]),
     (("body", 1, "name"), None, ["'name'", "string"]),
     (("body", 1, "type"), "floating", ["body 'ball'", "'type'", "dynamic"]),
