@@ -2,9 +2,10 @@
 
 Two ways, torch being optional (only tensor arguments and results need it):
 - views (`tensor_view`): a torch tensor over the very memory of a Taichi ndarray: reading and
-  writing it needs no copy and no launch (making one checks it once, check_view). The LLVM backends (cpu, cuda) keep an ndarray in one flat allocation at a
-  physical address (host memory on cpu, device memory on cuda), which a tensor can wrap;
-  Vulkan buffers have no such address, so there are no views on vulkan.
+  writing it needs no copy and no launch (making one checks it once, check_view). The LLVM
+  backends (cpu, cuda) keep an ndarray in one flat allocation at a physical address (host
+  memory on cpu, device memory on cuda), which a tensor can wrap; Vulkan buffers have no such
+  address, so there are no views on vulkan.
 - copies: Taichi kernels take torch tensors as ndarray arguments without copying them (a CUDA
   tensor with the cuda backend, a CPU tensor otherwise; on Vulkan Taichi stages them through
   the host). The kernels here copy between the simulator's state arrays and such tensors in
@@ -16,6 +17,7 @@ import taichi as ti
 
 from .backend import current_arch
 from .errors import SceneError
+from .math3d import finite
 
 ext = ti.types.ndarray
 
@@ -62,7 +64,7 @@ def rows_from_external(src: ext(ndim=3), dst: ext(ndim=2), width: ti.template(),
             x = ti.cast(src[w, b, k], float)
             v[k] = x
             norm2 += x * x
-            if not (x == x and ti.abs(x) < 3.0e38):
+            if finite(x) == 0:
                 ok = False
         if ti.static(normalise):
             if norm2 < 1e-24:

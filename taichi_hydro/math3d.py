@@ -8,15 +8,19 @@ mat3 = ti.math.mat3
 
 
 @ti.func
+def finite(x: float) -> ti.i32:
+    """1 when x is finite (not NaN, not +-inf; float32's largest value is 3.4e38)."""
+    return 1 if ti.abs(x) < 3.0e38 else 0  # a comparison with NaN is false
+
+
+@ti.func
 def finite_pose(p: vec3, q: vec4) -> ti.i32:
-    """1 when every component of a pose (position p, quaternion q) is finite (not NaN or inf)."""
+    """1 when every component of a pose (position p, quaternion q) is finite."""
     ok = 1
     for k in ti.static(range(3)):
-        if not ti.abs(p[k]) < 3.0e38:  # also true for NaN
-            ok = 0
+        ok &= finite(p[k])
     for k in ti.static(range(4)):
-        if not ti.abs(q[k]) < 3.0e38:
-            ok = 0
+        ok &= finite(q[k])
     return ok
 
 

@@ -118,9 +118,9 @@ class SolverSettings:
       point (tests/test_dynamics.py::test_solver_methods_agree).
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
-      when their neighbours move them past it; see solver.py). The result stays within the
-      tolerance of the full sweeps; false updates every contact in every sweep. No effect on
-      Jacobi.
+      when their neighbours move them past it; see solver.py). The solve stops by the same
+      test, with errors of the same size as the full sweeps'; false updates every contact in
+      every sweep. No effect on Jacobi.
     deterministic [false]: results independent of thread timing, bit for bit from run to run
       and equal to a one-world run world by world: contacts are sorted within each world and
       float sums are gathered in that order instead of accumulated by atomics (see

@@ -199,11 +199,11 @@ def solve_world_serial(
     Gauss-Seidel applies each update at once and, with sleep == 1, skips the contacts of
     sleeping bodies (body_awake[w, b] = 0, see the module docstring; body_vx/body_wx then hold
     a sleeping body's velocity when it fell asleep). With sleep == 0 every contact is updated
-    in every sweep. Jacobi keeps x_k+1 in c_delta and applies
-    it after the sweep, then, accelerated, extrapolates impulses (c_gamma = y_k+1, c_prev =
-    x_k+1) and velocities alike (body_vx/body_wx keep v(x_k), the velocities of the impulses
-    without extrapolation). Reads and writes c_gamma and the velocities (body_vc: centre of mass,
-    body_w: angular, world frame); writes world_stats[w] = (iterations, residual [m/s],
+    in every sweep. Jacobi keeps x_k+1 in c_delta and applies it after the sweep, then,
+    accelerated, extrapolates impulses (c_gamma = y_k+1, c_prev = x_k+1) and velocities alike
+    (body_vx/body_wx keep v(x_k), the velocities of the impulses without extrapolation). Reads
+    and writes c_gamma and the velocities (body_vc: centre of mass, body_w: angular, world
+    frame); writes world_stats[w] = (iterations, residual [m/s],
     contacts, contact updates; float, exact up to 2^24 updates per world and step)."""
     B = body_vc.shape[1]
     for w in range(world_start.shape[0] - 1):
