@@ -62,7 +62,7 @@ def contact_worker(arch: str, names: list[str], quick: bool) -> None:
                 "device": device,
                 "worlds": worlds,
                 "resolution": resolution,
-                "tets": int(sum(g.tets.tet_count for g in sim.data.geometries if g.tets is not None)),
+                "tets": int(sum(g.tets.tet_count for g in sim.model.host.geometries if g.tets is not None)),
                 "compile_s": round(max(first - query_s, 0.0), 4),
                 "query_s": query_s,
                 "queries_per_s": worlds / query_s,

@@ -8,10 +8,10 @@ import os as _os
 _os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "False")
 
 from .backend import ARCHES, current_arch, init, is_initialized
-from .errors import BackendError, CapacityError, HydroError, LaunchBudgetError, MeshError, SceneError, SimulationError
+from .errors import BackendError, CapacityError, HydroError, LaunchBudgetError, MeshError, SceneError
 from .scene import Body, Contact, Scene, Shape, SolverSettings, load_scene, scene_from_dict
 from .sim import Simulator
-from .surfaces import ContactSurface
+from .collision.surfaces import ContactSurface
 
 __all__ = [
     "ARCHES",
@@ -33,7 +33,6 @@ __all__ = [
     "MeshError",
     "CapacityError",
     "BackendError",
-    "SimulationError",
 ]
 
 __version__ = "0.1.0"

@@ -6,21 +6,13 @@ import contextlib
 import gc
 import sys
 import warnings
-from dataclasses import dataclass
 
 from .errors import BackendError, LaunchBudgetError
 
 __all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
-           "ARCHES", "Precision", "LAUNCH_BUDGET"]
+           "ARCHES", "LAUNCH_BUDGET"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
-
-
-@dataclass(frozen=True)
-class Precision:
-    """Floating point type used on the device."""
-
-    name: str  # "f32" | "f64"
 
 
 _state: dict = {"arch": None, "precision": None, "launch_budget": None, "launches": 0, "generation": 0}

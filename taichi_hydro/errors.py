@@ -1,6 +1,6 @@
 """Exceptions raised by taichi_hydro. Every message names the offending value."""
 
-__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "LaunchBudgetError", "SimulationError"]
+__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "LaunchBudgetError", "BindingError"]
 
 
 class HydroError(Exception):
@@ -28,5 +28,6 @@ class LaunchBudgetError(BackendError):
     (backend.LAUNCH_BUDGET); the state is as it was before the refused call."""
 
 
-class SimulationError(HydroError, RuntimeError):
-    """A simulation cannot proceed (for example every world went non-finite)."""
+class BindingError(HydroError, TypeError):
+    """A kernel parameter of a launch plan names no array, or an array of the wrong kind
+    (plan.Plan checks every binding when the plan is built)."""

@@ -16,21 +16,11 @@ every stage skips it, and no other world is affected. So is a world whose pose i
 
 import taichi as ti
 
-from .math3d import finite_pose, quat_mul, quat_to_mat
-from .model import BODY_DYNAMIC, BODY_STATIC
-
-nd = ti.types.ndarray
-vec3 = ti.math.vec3
-vec4 = ti.math.vec4
-mat3 = ti.math.mat3
+from .math3d import finite_pose, quat_mul, quat_to_mat, skew
+from .types import BODY_DYNAMIC, BODY_STATIC, mat3, nd, vec3, vec4
 
 MAX_SPEED = 1e4  # m/s
 MAX_SPIN = 1e5  # rad/s
-
-
-@ti.func
-def skew(v: vec3) -> mat3:
-    return mat3([0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0])
 
 
 @ti.kernel

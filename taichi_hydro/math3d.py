@@ -2,9 +2,7 @@
 
 import taichi as ti
 
-vec3 = ti.math.vec3
-vec4 = ti.math.vec4
-mat3 = ti.math.mat3
+from .types import mat3, vec3, vec4
 
 
 @ti.func
@@ -22,6 +20,12 @@ def finite_pose(p: vec3, q: vec4) -> ti.i32:
     for k in ti.static(range(4)):
         ok &= finite(q[k])
     return ok
+
+
+@ti.func
+def skew(v: vec3) -> mat3:
+    """[v]x: skew(v) @ x = v.cross(x)."""
+    return mat3([0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0])
 
 
 @ti.func

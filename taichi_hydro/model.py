@@ -12,32 +12,14 @@ import numpy as np
 import taichi as ti
 
 from .errors import SceneError
-from .geometry.build import HALFSPACE, TETMESH, TRIMESH, Geometry, build_geometry
+from .geometry.build import Geometry, build_geometry
 from .scene import Scene
+from .types import (
+    BODY_DYNAMIC, BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
+    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, ivec8, mat3, vec3, vec4,
+)
 
-__all__ = ["ModelData", "DeviceModel", "build_model", "PairType"]
-
-
-class PairType:
-    """How a geometry pair makes contact polygons. Role a is listed first."""
-
-    TET_TET = 0  # compliant mesh a - compliant mesh b
-    TET_TRI = 1  # compliant mesh a - rigid mesh b
-    TET_PLANE = 2  # compliant mesh a - rigid half-space b
-    TET_SLAB = 3  # compliant mesh a - compliant half-space b
-    SLAB_TRI = 4  # compliant half-space a - rigid mesh b
-    HASHED = (TET_TET, TET_TRI)
-    PLANAR = (TET_PLANE, TET_SLAB, SLAB_TRI)
-    NAMES = ("tet-tet", "tet-triangle", "tet-halfspace", "tet-slab", "slab-triangle")
-
-
-BODY_DYNAMIC, BODY_STATIC, BODY_KINEMATIC = 0, 1, 2
-BODY_KINDS = ("dynamic", "static", "kinematic")
-
-# geom_i columns
-G_BODY, G_KIND, G_COMPLIANT, G_POOL_START, G_ELEM_COUNT, G_HASH_START = range(6)
-# pair_i columns
-P_GEOM_A, P_GEOM_B, P_TYPE, P_FLIP, P_BODY_LO, P_BODY_HI = range(6)
+__all__ = ["ModelData", "Model", "build_model"]
 
 
 @dataclass
@@ -46,17 +28,20 @@ class ModelData:
 
     tet_X_G (T, 4, 3) [m], tet_p (T, 4) [Pa], tet_grad_G (T, 3) [Pa/m]: tet pool.
     tri_X_G (F, 3, 3) [m], tri_n_G (F, 3): triangle pool (outward unit normals).
-    geom_i (G, 8): body, kind, compliant, pool start, element count, start in the hashed
-      element range (-1 if the geometry is in no hashed pair).
-    geom_f (G, 4): modulus E [Pa], slab gradient E/H [Pa/m], margin [m], element size [m].
+    geom_i (G, 8): columns types.G_* (owning body, kind, compliant, pool start, element count,
+      start in the hashed element range or -1).
+    geom_modulus (G,) [Pa] (0 when rigid), geom_slab_gradient (G,) E/H [Pa/m] of a compliant
+      half-space, geom_margin (G,) [m], geom_element_size (G,) [m] (median element extent).
+    body_geom_start (B + 1,), body_geoms (G,): the geometries of each body (CSR, the inverse of
+      geom_i[:, G_BODY]); every body <-> geometry lookup goes through these two maps.
     geom_box_G (G, 2, 3): body-frame bounding box [m] (meshes only).
     geom_ball_G (G, 4): body-frame bounding ball, centre [m] and radius [m] (meshes only): its
       world box does not grow when the body turns, unlike the rotated box's.
     hash_elem_geom (H,): geometry of each hashed element.
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
       output normal points from the lower body index to the higher), lower body, higher body.
-    pair_f (P, 4): friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s], 0 (unused) (Drake's
-      combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b), d weighted by the moduli,
+    pair_f (P, 4): columns types.PF_*: friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s]
+      (Drake's combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b), d weighted by the moduli,
       tau = tau_a + tau_b; see combine_pair_parameters).
     pair_table (G, G): pair id of a hashed pair or -1.
     geom_pair_start (G+1,), geom_pair_list (...): hashed pairs of each geometry (CSR).
@@ -78,7 +63,12 @@ class ModelData:
     tri_X_G: np.ndarray
     tri_n_G: np.ndarray
     geom_i: np.ndarray
-    geom_f: np.ndarray
+    geom_modulus: np.ndarray
+    geom_slab_gradient: np.ndarray
+    geom_margin: np.ndarray
+    geom_element_size: np.ndarray
+    body_geom_start: np.ndarray
+    body_geoms: np.ndarray
     geom_box_G: np.ndarray
     geom_ball_G: np.ndarray
     hash_elem_geom: np.ndarray
@@ -98,6 +88,29 @@ class ModelData:
     @property
     def body_count(self) -> int:
         return len(self.scene.bodies)
+
+    @property
+    def geom_body(self) -> np.ndarray:
+        """(G,) the body each geometry belongs to."""
+        return self.geom_i[:, G_BODY]
+
+    def geoms_of(self, b: int) -> np.ndarray:
+        """The geometry indices of body b."""
+        return self.body_geoms[self.body_geom_start[b]:self.body_geom_start[b + 1]]
+
+    def body_mass_props(self, b: int):
+        """Unit-density mass properties of body b (geometry.mass), or None (no volume)."""
+        props = [self.geometries[g].mass for g in self.geoms_of(b) if self.geometries[g].mass is not None]
+        if len(props) > 1:
+            raise SceneError(f"{self.scene.source}: body '{self.scene.bodies[b].name}' has {len(props)} shapes with volume; "
+                             "combining their mass properties is not supported yet")
+        return props[0] if props else None
+
+    def body_compliant(self) -> np.ndarray:
+        """(B,) bool: the body has a compliant geometry."""
+        out = np.zeros(self.body_count, dtype=bool)
+        out[self.geom_body[self.geom_i[:, G_COMPLIANT] == 1]] = True
+        return out
 
     @property
     def pair_count(self) -> int:
@@ -132,23 +145,32 @@ def _pair_type(ga: Geometry, gb: Geometry) -> tuple[int, bool] | None:
 
 def build_model(scene: Scene) -> ModelData:
     """Geometry, pools, pairs and the hash set-up for `scene`."""
-    geoms = [build_geometry(b, scene.source) for b in scene.bodies]
-    G = len(geoms)
+    geoms, geom_body = [], []
+    for b, body in enumerate(scene.bodies):  # one shape per body in today's scene format
+        geoms.append(build_geometry(body, scene.source))
+        geom_body.append(b)
+    G, B = len(geoms), len(scene.bodies)
+    geom_body = np.array(geom_body, dtype=np.int32)
+    order = np.argsort(geom_body, kind="stable")
+    body_geom_start = np.concatenate([[0], np.cumsum(np.bincount(geom_body, minlength=B))]).astype(np.int32)
+    body_geoms = order.astype(np.int32)
 
     # Shared element pools.
     tet_X, tet_p, tet_g, tri_X, tri_n = [], [], [], [], []
     pool_start: dict[int, int] = {}
     n_tet = n_tri = 0
     geom_i = np.zeros((G, 8), dtype=np.int32)
-    geom_f = np.zeros((G, 4), dtype=np.float64)
+    geom_modulus = np.array([geo.modulus for geo in geoms], dtype=np.float64)
+    geom_slab_gradient = np.array([geo.slab_gradient for geo in geoms], dtype=np.float64)
+    geom_margin = np.array([geo.margin for geo in geoms], dtype=np.float64)
+    geom_element_size = np.zeros(G, dtype=np.float64)
     geom_box = np.zeros((G, 2, 3), dtype=np.float64)
     geom_ball = np.zeros((G, 4), dtype=np.float64)
     for g, geo in enumerate(geoms):
-        geom_i[g, G_BODY] = g
+        geom_i[g, G_BODY] = geom_body[g]
         geom_i[g, G_KIND] = geo.kind
         geom_i[g, G_COMPLIANT] = int(geo.compliant)
         geom_i[g, G_HASH_START] = -1
-        geom_f[g, :3] = (geo.modulus, geo.slab_gradient, geo.margin)
         if geo.kind == TETMESH:
             mesh = geo.tets
             if id(mesh) not in pool_start:
@@ -177,28 +199,30 @@ def build_model(scene: Scene) -> ModelData:
         geom_box[g] = (x.min(axis=0), x.max(axis=0))
         centre = 0.5 * (geom_box[g, 0] + geom_box[g, 1])
         geom_ball[g] = (*centre, float(np.linalg.norm(x - centre, axis=1).max()))
-        geom_f[g, 3] = float(np.median(np.ptp(edges, axis=1).max(axis=1)))
+        geom_element_size[g] = float(np.median(np.ptp(edges, axis=1).max(axis=1)))
 
-    # Pairs: every pair of bodies that can make a hydroelastic surface, except two static ones.
-    pairs, pair_f = [], []
+    # Pairs: every pair of geometries of two different bodies that can make a hydroelastic
+    # surface, except those of two static bodies.
+    pairs, pair_tau = [], []
     for a in range(G):
         for b in range(a + 1, G):
-            ba, bb = scene.bodies[a], scene.bodies[b]
-            if ba.type == "static" and bb.type == "static" or scene.filtered(ba.name, bb.name):
+            body_a, body_b = sorted((int(geom_body[a]), int(geom_body[b])))
+            ba, bb = scene.bodies[body_a], scene.bodies[body_b]
+            if body_a == body_b or ba.type == "static" and bb.type == "static" or scene.filtered(ba.name, bb.name):
                 continue
             kind = _pair_type(geoms[a], geoms[b])
             if kind is None:
                 continue
             ptype, swapped = kind
             ra, rb = (b, a) if swapped else (a, b)
-            pairs.append([ra, rb, ptype, int(swapped), a, b, 0, 0])
-            pair_f.append(ba.contact.relaxation_time + bb.contact.relaxation_time)
+            pairs.append([ra, rb, ptype, int(geom_body[ra] > geom_body[rb]), body_a, body_b, 0, 0])
+            pair_tau.append(ba.contact.relaxation_time + bb.contact.relaxation_time)
     pair_i = np.array(pairs, dtype=np.int32).reshape(-1, 8)
     friction = np.array([b.contact.friction for b in scene.bodies], dtype=np.float64)
     dissipation = np.array([b.contact.dissipation for b in scene.bodies], dtype=np.float64)
     modulus = np.array([g.modulus if g.compliant else np.nan for g in geoms], dtype=np.float64)
-    pair_tau = np.array(pair_f, dtype=np.float64)
-    pair_f = combine_pair_parameters(pair_i, pair_tau, friction[None], dissipation[None], modulus[None])[0]
+    pair_f = combine_pair_parameters(pair_i, np.array(pair_tau, dtype=np.float64), friction[None], dissipation[None],
+                                     modulus[None])[0]
 
     # Hashed pairs and the elements they hash.
     pair_table = -np.ones((G, G), dtype=np.int32)
@@ -227,21 +251,22 @@ def build_model(scene: Scene) -> ModelData:
             tasks.append(np.column_stack([np.full(n, p), np.arange(n)]))
     plane_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 2), dtype=np.int32)
 
-    B = len(scene.bodies)
     body_kind = np.array([BODY_KINDS.index(b.type) for b in scene.bodies], dtype=np.int32)
     body_mass = np.zeros(B)
     body_inertia = np.zeros((B, 3, 3))
     body_com = np.zeros((B, 3))
-    for i, (body, geo) in enumerate(zip(scene.bodies, geoms)):
-        if geo.mass is not None:
-            body_com[i] = geo.mass.com_G
+    for i, body in enumerate(scene.bodies):
+        props = [geoms[g].mass for g in body_geoms[body_geom_start[i]:body_geom_start[i + 1]] if geoms[g].mass is not None]
+        if not props:
+            continue
+        body_com[i] = props[0].com_G
         if body.type != "dynamic":
             continue
-        mass = body.mass if body.mass is not None else body.density * geo.mass.volume
+        mass = body.mass if body.mass is not None else body.density * props[0].volume
         body_mass[i] = mass
-        body_inertia[i] = geo.mass.inertia(mass)
+        body_inertia[i] = props[0].inertia(mass)
 
-    sizes = geom_f[sorted(hashed_geoms), 3] if hashed_geoms else np.array([1.0])
+    sizes = geom_element_size[sorted(hashed_geoms)] if hashed_geoms else np.array([1.0])
     cell_size = 2.0 * float(np.median(sizes))
 
     def stack(parts, shape):
@@ -256,7 +281,12 @@ def build_model(scene: Scene) -> ModelData:
         tri_X_G=stack(tri_X, (3, 3)),
         tri_n_G=stack(tri_n, (3,)),
         geom_i=geom_i,
-        geom_f=geom_f,
+        geom_modulus=geom_modulus,
+        geom_slab_gradient=geom_slab_gradient,
+        geom_margin=geom_margin,
+        geom_element_size=geom_element_size,
+        body_geom_start=body_geom_start,
+        body_geoms=body_geoms,
         geom_box_G=geom_box,
         geom_ball_G=geom_ball,
         hash_elem_geom=np.array(hash_elem_geom, dtype=np.int32),
@@ -288,24 +318,27 @@ def body_reach(geom_ball_G: np.ndarray, geom_i: np.ndarray, body_com_B: np.ndarr
 
 def combine_pair_parameters(pair_i: np.ndarray, pair_tau: np.ndarray, friction: np.ndarray, dissipation: np.ndarray,
                             modulus: np.ndarray) -> np.ndarray:
-    """pair_f rows (N, P, 4) of N worlds from per-body values (N, B): friction mu [-],
-    Hunt-Crossley d [s/m] and modulus E [Pa] (NaN for a rigid geometry; geometry g belongs to
-    body g); pair_tau (P,) Kelvin-Voigt tau [s], the same in every world. Drake's rules:
+    """pair_f rows (N, P, 4) of N worlds from per-body values (N, B): friction mu [-] and
+    Hunt-Crossley d [s/m], and per-geometry modulus E (N, G) [Pa] (NaN for a rigid geometry);
+    pair_tau (P,) Kelvin-Voigt tau [s], the same in every world. Drake's rules:
     mu = 2 mu_a mu_b / (mu_a + mu_b) (0 when both are 0); d = the compliant side's d when the
     other is rigid, (E_b d_a + E_a d_b) / (E_a + E_b) otherwise."""
     a, b = pair_i[:, P_BODY_LO], pair_i[:, P_BODY_HI]
+    flip = pair_i[:, P_FLIP] == 1  # geometries of the lower and the higher body
+    ga = np.where(flip, pair_i[:, P_GEOM_B], pair_i[:, P_GEOM_A])
+    gb = np.where(flip, pair_i[:, P_GEOM_A], pair_i[:, P_GEOM_B])
     out = np.zeros((friction.shape[0], len(pair_i), 4), dtype=np.float64)
     if len(pair_i) == 0:
         return out
     mu_a, mu_b = friction[:, a], friction[:, b]
     total = mu_a + mu_b
-    out[..., 0] = np.where(total == 0, 0.0, 2.0 * mu_a * mu_b / np.where(total == 0, 1.0, total))
-    da, db, ea, eb = dissipation[:, a], dissipation[:, b], modulus[:, a], modulus[:, b]
+    out[..., PF_MU] = np.where(total == 0, 0.0, 2.0 * mu_a * mu_b / np.where(total == 0, 1.0, total))
+    da, db, ea, eb = dissipation[:, a], dissipation[:, b], modulus[:, ga], modulus[:, gb]
     rigid_a, rigid_b = np.isnan(ea), np.isnan(eb)
     with np.errstate(invalid="ignore"):
         both = (eb * da + ea * db) / (ea + eb)
-    out[..., 1] = np.where(rigid_a, db, np.where(rigid_b, da, both))
-    out[..., 2] = pair_tau
+    out[..., PF_D] = np.where(rigid_a, db, np.where(rigid_b, da, both))
+    out[..., PF_TAU] = pair_tau
     return out
 
 
@@ -326,74 +359,75 @@ def _float_np():
     return np.float64 if current_precision() == "f64" else np.float32
 
 
-class DeviceModel:
-    """Model arrays on the device (ti.ndarray), same names and meaning as ModelData, except the
-    parameters a world may change (Simulator.set_parameters), which have a leading dimension of
-    1 here (shared by all worlds): pair_f (1, P), body_inv_mass (1, B) [1/kg],
-    body_inv_inertia_B (1, B) [1/(kg m^2)] and geom_scale (1, G) (pressure scale, 1)."""
+class Model:
+    """The static model on the device (ti.ndarray), shared by every world; same names and
+    meaning as ModelData (`host`), plus the gather lists of the deterministic mode. Per-world
+    parameters (masses, materials, pressure scales, gravity) are owned by params.WorldParams.
 
-    def __init__(self, data: ModelData):
-        from .backend import require_init
+    geom_slab_gradient (G,) E/H [Pa/m]: the only per-geometry float the kernels read.
+    body_pair_start (B + 1,), body_pairs: the pairs each body takes part in, by body then pair
+      (contact.ordering and the contact schedule's deterministic gather)."""
+
+    def __init__(self, host: ModelData):
+        from .backend import require_init, spend_launches
 
         require_init()
-        vec3, vec4 = ti.math.vec3, ti.math.vec4
-        ivec8 = ti.types.vector(8, ti.i32)
-        self.data = data
-        self.tet_X_G = _upload(ti.types.matrix(4, 3, float), data.tet_X_G)
-        self.tet_p = _upload(vec4, data.tet_p)
-        self.tet_grad_G = _upload(vec3, data.tet_grad_G)
-        self.tri_X_G = _upload(ti.types.matrix(3, 3, float), data.tri_X_G)
-        self.tri_n_G = _upload(vec3, data.tri_n_G)
-        self.geom_i = _upload(ivec8, data.geom_i)
-        self.geom_f = _upload(vec4, data.geom_f)
-        self.geom_box_G = _upload(ti.types.matrix(2, 3, float), data.geom_box_G)
-        self.geom_ball_G = _upload(vec4, data.geom_ball_G)
-        self.hash_elem_geom = _upload(ti.i32, data.hash_elem_geom)
-        self.pair_i = _upload(ivec8, data.pair_i)
-        P = len(data.pair_i)
-        # Per-world parameters have a leading dimension of 1 (shared) or the world count.
-        self.pair_f = ti.ndarray(vec4, (1, max(P, 1)))
-        if P:
-            self.pair_f.from_numpy(data.pair_f[None].astype(_float_np()))
-        G = len(data.geom_i)
+        self.host = host
+        self.tet_X_G = _upload(ti.types.matrix(4, 3, float), host.tet_X_G)
+        self.tet_p = _upload(vec4, host.tet_p)
+        self.tet_grad_G = _upload(vec3, host.tet_grad_G)
+        self.tri_X_G = _upload(ti.types.matrix(3, 3, float), host.tri_X_G)
+        self.tri_n_G = _upload(vec3, host.tri_n_G)
+        self.geom_i = _upload(ivec8, host.geom_i)
+        self.geom_slab_gradient = _upload(float, host.geom_slab_gradient)
+        self.geom_box_G = _upload(box3, host.geom_box_G)
+        self.geom_ball_G = _upload(vec4, host.geom_ball_G)
+        self.hash_elem_geom = _upload(ti.i32, host.hash_elem_geom)
+        self.pair_i = _upload(ivec8, host.pair_i)
+        G = len(host.geom_i)
         self.pair_table = ti.ndarray(ti.i32, shape=(G, G))
-        self.pair_table.from_numpy(data.pair_table)
-        self.geom_pair_start = _upload(ti.i32, data.geom_pair_start)
-        self.geom_pair_list = _upload(ti.i32, data.geom_pair_list)
-        self.plane_task = _upload(ti.types.vector(2, ti.i32), data.plane_task)
-        B = len(data.body_kind)
-        self.body_kind = _upload(ti.i32, data.body_kind)
-        self.body_com_B = _upload(vec3, data.body_com_B)
-        self.body_reach = _upload(float, data.body_reach)
-        inv_mass = np.where(data.body_mass > 0, 1.0 / np.where(data.body_mass > 0, data.body_mass, 1.0), 0.0)
-        inv_inertia = np.zeros_like(data.body_inertia_B)
-        dynamic = data.body_mass > 0
-        inv_inertia[dynamic] = np.linalg.inv(data.body_inertia_B[dynamic])
-        self.body_inv_mass = ti.ndarray(float, (1, B))
-        self.body_inv_mass.from_numpy(inv_mass[None].astype(_float_np()))
-        self.body_inv_inertia_B = ti.ndarray(ti.math.mat3, (1, B))
-        self.body_inv_inertia_B.from_numpy(inv_inertia[None].astype(_float_np()))
-        # Pressure scale of each geometry (E_world / E_scene; see Simulator.set_parameters).
-        self.geom_scale = ti.ndarray(float, (1, G))
-        self.geom_scale.from_numpy(np.ones((1, G), dtype=_float_np()))
-        self.body_count = B
-        self.hash_elem_count = len(data.hash_elem_geom)
-        self.plane_task_count = len(data.plane_task)
+        self.pair_table.from_numpy(host.pair_table)
+        self.geom_pair_start = _upload(ti.i32, host.geom_pair_start)
+        self.geom_pair_list = _upload(ti.i32, host.geom_pair_list)
+        self.plane_task = _upload(ti.types.vector(2, ti.i32), host.plane_task)
+        self.body_kind = _upload(ti.i32, host.body_kind)
+        self.body_com_B = _upload(vec3, host.body_com_B)
+        self.body_reach = _upload(float, host.body_reach)
+        start, pairs = body_pair_lists(host.pair_i, host.body_count)
+        self.body_pair_start = _upload(ti.i32, start)
+        self.body_pairs = _upload(ti.i32, pairs)
+        spend_launches(2)  # the body pair lists (the other uploads were never counted)
+        self.body_count = host.body_count
+        self.hash_elem_count = len(host.hash_elem_geom)
+        self.plane_task_count = len(host.plane_task)
         self.geom_count = G
-        self.pair_count = len(data.pair_i)
+        self.pair_count = len(host.pair_i)
+
+    def arrays(self) -> dict:
+        """Every device array, by its kernel parameter name."""
+        return {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
 
 
-def check_supported(data: ModelData) -> None:
+def body_pair_lists(pair_i: np.ndarray, body_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start (B + 1,), pairs): the pairs each body takes part in, by body then pair (CSR)."""
+    bodies = np.concatenate([pair_i[:, P_BODY_LO], pair_i[:, P_BODY_HI]])
+    pairs = np.tile(np.arange(len(pair_i), dtype=np.int32), 2)
+    order = np.lexsort((pairs, bodies))
+    start = np.concatenate([[0], np.cumsum(np.bincount(bodies, minlength=body_count))]).astype(np.int32)
+    return start, pairs[order].astype(np.int32)
+
+
+def check_supported(host: ModelData) -> None:
     """Raise SceneError for a body pair that can touch but that no hydroelastic surface can
-    describe: two rigid geometries of which one is dynamic (unless a collision filter lists
-    them). Pairs of two immobile bodies have no dynamics and are skipped."""
-    scene = data.scene
-    for a in range(len(scene.bodies)):
-        for b in range(a + 1, len(scene.bodies)):
-            ba, bb = scene.bodies[a], scene.bodies[b]
-            if "dynamic" not in (ba.type, bb.type) or scene.filtered(ba.name, bb.name):
+    describe: two rigid geometries of two bodies of which one is dynamic (unless a collision
+    filter lists them). Pairs of two immobile bodies have no dynamics and are skipped."""
+    scene, geom_body = host.scene, host.geom_body
+    for ga in range(len(host.geometries)):
+        for gb in range(ga + 1, len(host.geometries)):
+            ba, bb = scene.bodies[geom_body[ga]], scene.bodies[geom_body[gb]]
+            if geom_body[ga] == geom_body[gb] or "dynamic" not in (ba.type, bb.type) or scene.filtered(ba.name, bb.name):
                 continue
-            if not data.geometries[a].compliant and not data.geometries[b].compliant:
+            if not host.geometries[ga].compliant and not host.geometries[gb].compliant:
                 raise SceneError(
                     f"{scene.source}: bodies '{ba.name}' and '{bb.name}' are both rigid: hydroelastic contact needs "
                     "one of them compliant (set contact.hydro = \"compliant\" and a modulus on one), or list both in a "

@@ -1,9 +1,10 @@
-"""Exclusive prefix sum of an i32 ndarray in three launches, on every backend (Taichi's own
-PrefixSumExecutor works on fields and only on CUDA/Vulkan; this one takes ndarrays anywhere)."""
+"""Exclusive prefix sum of an i32 ndarray in three launches (scan_blocks, scan_sums, scan_add),
+on every backend (Taichi's own PrefixSumExecutor works on fields and only on CUDA/Vulkan; this
+one takes ndarrays anywhere)."""
 
 import taichi as ti
 
-nd = ti.types.ndarray
+from .types import nd
 
 BLOCK = 1024
 
@@ -35,31 +36,38 @@ def scan_sums(block_sum: nd(dtype=ti.i32, ndim=1), nblocks: ti.i32):
         block_sum[nblocks] = total
 
 
+@ti.func
+def scanned(x: ti.template(), block_sum: ti.template(), n: ti.i32, i: ti.i32) -> ti.i32:
+    """x[i] plus the offset of its block; for i = n the total."""
+    v = 0
+    if i < n:
+        v = x[i] + block_sum[i // BLOCK]
+    else:
+        v = block_sum[(n + BLOCK - 1) // BLOCK]
+    return v
+
+
 @ti.kernel
-def scan_add(x: nd(dtype=ti.i32, ndim=1), copy: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
-    """x[i] += offset of its block; copy = x; x[n] = total."""
+def scan_add(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
+    """x[i] += offset of its block; x[n] = total."""
     for i in range(n + 1):
-        v = 0
-        if i < n:
-            v = x[i] + block_sum[i // BLOCK]
-        else:
-            v = block_sum[(n + BLOCK - 1) // BLOCK]
+        x[i] = scanned(x, block_sum, n, i)
+
+
+@ti.kernel
+def scan_add_copy(x: nd(dtype=ti.i32, ndim=1), copy: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
+    """scan_add, and copy = x (a cursor array for a scatter that follows)."""
+    for i in range(n + 1):
+        v = scanned(x, block_sum, n, i)
         x[i] = v
         copy[i] = v
 
 
 def block_sum_size(n: int) -> int:
-    """Length of the scratch array exclusive_scan needs for n items."""
+    """Length of the scratch array (block sums) a scan of n items needs."""
     return (n + BLOCK - 1) // BLOCK + 1
 
 
 def block_count(n: int) -> int:
+    """Blocks of BLOCK items in n items."""
     return (n + BLOCK - 1) // BLOCK
-
-
-def exclusive_scan(x, copy, scratch, n: int) -> None:
-    """In place: x[i] = sum(x[:i]) for i <= n (x[n] = total); copy receives the same values.
-    x and copy need n + 1 entries, scratch block_sum_size(n)."""
-    scan_blocks(x, scratch, n)
-    scan_sums(scratch, block_count(n))
-    scan_add(x, copy, scratch, n)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import HydroError, SceneError
-from .geometry.build import HALFSPACE
+from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "tet_edges", "arrow_segments", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
 
@@ -195,29 +195,33 @@ class Renderer:
         self.forces = forces    # net contact force per body pair, at its patch centroid
         self.tets = tets        # edges of the compliant bodies' tet meshes
         self._lines = {k: _Lines() for k in ("normals", "forces", "tets")}
-        self._tet_edges = [(i, g.tets.vertices, tet_edges(g.tets.tets)) for i, g in enumerate(sim.data.geometries)
+        host = sim.model.host
+        geom_body = host.geom_body  # geometries are drawn at their body's pose
+        self._tet_edges = [(int(geom_body[i]), g.tets.vertices, tet_edges(g.tets.tets)) for i, g in enumerate(host.geometries)
                            if g.tets is not None]
         state = sim.get_state()
-        dynamic = [i for i, g in enumerate(sim.data.geometries) if g.kind != HALFSPACE]
+        solid = [i for i, g in enumerate(host.geometries) if g.kind != HALFSPACE]
+        dynamic = sorted({int(geom_body[i]) for i in solid})
         points = state["position"][world, dynamic] if dynamic else np.zeros((1, 3))
         self.center = points.mean(axis=0)
         extent = max(float(np.ptp(points, axis=0).max()), 0.1)
         radius = extent
-        for i in dynamic:
-            surface = sim.data.geometries[i].surface
+        for i in solid:
+            surface = host.geometries[i].surface
             if surface is not None:
                 radius = max(radius, float(np.linalg.norm(surface.vertices, axis=1).max()) * 4)
         self.radius = radius
         meshes = []  # (body index, vertices B, triangles, colours, group)
         R0 = rotation_matrices(state["orientation"][world])
-        for i, g in enumerate(sim.data.geometries):
+        for i, g in enumerate(host.geometries):
+            b = int(geom_body[i])
             if g.kind == HALFSPACE:
-                floor = R0[i][2, 2] > 0.9  # its normal (body z) points up
+                floor = R0[b][2, 2] > 0.9  # its normal (body z) points up
                 v, t = _plane_tile((2.0 * radius + 0.5 * extent) if floor else 0.5 * radius)
-                meshes.append((i, v, t, np.tile(_GROUND_COLOR, (len(v), 1)), 0 if floor else 2))
+                meshes.append((b, v, t, np.tile(_GROUND_COLOR, (len(v), 1)), 0 if floor else 2))
             elif g.surface is not None:
-                color = np.tile(_BODY_COLORS[i % len(_BODY_COLORS)], (len(v := g.surface.vertices), 1))
-                meshes.append((i, v, g.surface.triangles.astype(np.int32), color, 1 if g.compliant else 0))
+                color = np.tile(_BODY_COLORS[b % len(_BODY_COLORS)], (len(v := g.surface.vertices), 1))
+                meshes.append((b, v, g.surface.triangles.astype(np.int32), color, 1 if g.compliant else 0))
         # Draw calls: 0 rigid bodies and floors, solid; 1 compliant bodies, solid or, while
         # patches are shown, a wireframe (the patches lie inside them); 2 other half-spaces
         # (walls), always a wireframe so that they do not hide the scene.

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from taichi_hydro.geometry.build import HALFSPACE, TETMESH
+from taichi_hydro.types import HALFSPACE, TETMESH
 
 COS_LIMIT = math.cos(5 * math.pi / 8)
 
@@ -79,7 +79,7 @@ def along(grad, direction):
 def oracle_polygons(sim, world=0):
     """{(body_a, body_b, element_a, element_b): (area, centroid, p0, normal)} for one world, in
     the output convention (normal from the lower body index to the higher)."""
-    data = sim.data
+    data = sim.model.host
     state = sim.get_state()
     pos, quat = state["position"][world], state["orientation"][world]
     out = {}

@@ -70,7 +70,7 @@ def test_drake_meshes_reproduce_drake_surfaces(arch, tol, reference, tmp_path, n
     np.testing.assert_allclose(ours.force, force, rtol=tol.rel, atol=tol.rel * np.abs(force).max())
     # A vertex pressure is grad p . x with x rounded to float32: relative error ~ (position
     # rounding) / (penetration depth).
-    scale = max(np.abs(g.tets.vertices).max() for g in sim.data.geometries if g.tets is not None)
+    scale = max(np.abs(g.tets.vertices).max() for g in sim.model.host.geometries if g.tets is not None)
     depth = spec["spec"]["penetration_or_overlap_m"]
     rel_p = tol.rel + tol.pos * scale / depth
     assert ours.max_pressure == pytest.approx(drake["max_pressure_vertex"], rel=rel_p)

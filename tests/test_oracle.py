@@ -82,7 +82,7 @@ def test_device_pool_matches_float64_oracle(arch, tol, case):
     assert big_oracle <= set(ours), f"oracle polygons the device lacks: {sorted(big_oracle - set(ours))[:5]}"
     # Pressures: the steepest pressure gradient of the scene [Pa/m] times the float32 position
     # rounding [m].
-    grad_max = max(np.linalg.norm(sim.data.tet_grad_G, axis=1).max(initial=0.0), sim.data.geom_f[:, 1].max())
+    grad_max = max(np.linalg.norm(sim.model.host.tet_grad_G, axis=1).max(initial=0.0), sim.model.host.geom_slab_gradient.max())
     p_tol = grad_max * tol.pos * scale
     for k in set(ours) & set(oracle):
         a, c, p, n = ours[k]

@@ -9,14 +9,13 @@ import numpy as np
 
 from ..errors import MeshError, SceneError
 from ..scene import Body, Contact, Shape
+from ..types import HALFSPACE, TETMESH, TRIMESH
 from . import primitives as prim
 from .mass import UnitMassProperties, box_props, capsule_props, cylinder_props, ellipsoid_props, sphere_props, surface_props
 from .mesh import TetMesh, TriMesh
 from .meshfile import compliant_convex, distance_field_tetmesh, is_convex, load_surface, load_tetmesh
 
 __all__ = ["Geometry", "build_geometry", "TETMESH", "TRIMESH", "HALFSPACE"]
-
-TETMESH, TRIMESH, HALFSPACE = 0, 1, 2
 
 
 @dataclass(frozen=True, eq=False)

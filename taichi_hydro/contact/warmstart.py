@@ -10,14 +10,73 @@ Simulator.reset hides those of the worlds it resets (forget_worlds), so a reset 
 cold, like a fresh simulator. When the pools grow, the entries move to the larger table
 (rehash), so growth does not cost a cold start."""
 
+
 import taichi as ti
 
-from . import hashing
-from .broadphase import ivec4
+from .. import hashing
+from ..backend import spend_launches
+from ..plan import ndarray_dtype
+from ..types import ID_PAIR, ID_WORLD, ivec4, mat3, nd, vec3
 
-nd = ti.types.ndarray
-vec3 = ti.math.vec3
-mat3 = ti.math.mat3
+__all__ = ["WarmStartTable", "lookup", "clear_table", "store_impulses", "forget_worlds", "accumulate_pair_impulses"]
+
+
+class WarmStartTable:
+    """Owner of what one step leaves for the next one's warm start:
+
+    table_key (slots,) ivec4, table_val (slots,) [N s] world frame, table_occ (slots,) i32: the
+      open-addressing table of per-polygon impulses (2 slots per polygon row or more, a power
+      of two);
+    pair_impulse (W, P) [N s]: the total impulse of each pair on its higher body, world frame.
+    snapshot(): copies of these arrays for the Simulator's chunk replay."""
+
+    NAMES = ("table_key", "table_val", "table_occ")
+
+    def __init__(self, worlds: int, pairs: int, rows: int):
+        self.pair_impulse = ti.ndarray(vec3, (worlds, max(pairs, 1)))
+        self._saved_pair_impulse = ti.ndarray(vec3, (worlds, max(pairs, 1)))
+        self.rows = -1
+        self.resize(rows)
+
+    def resize(self, rows: int) -> None:
+        """A table for `rows` polygon rows; entries already stored move to it (rehash), so
+        growth does not cost a cold start."""
+        if rows == self.rows:
+            return
+        slots = 1 << max(4, (2 * rows - 1).bit_length())
+        old = self._arrays() if self.rows >= 0 else None
+        self.table_key = ti.ndarray(ivec4, slots)
+        self.table_val = ti.ndarray(vec3, slots)
+        self.table_occ = ti.ndarray(ti.i32, slots)
+        self._saved = tuple(ti.ndarray(ndarray_dtype(a), slots) for a in self._arrays())
+        spend_launches(1)
+        self.table_occ.fill(0)
+        if old is not None:
+            spend_launches(1)
+            rehash(*old, *self._arrays())
+        self.rows = rows
+
+    def _arrays(self) -> tuple:
+        return self.table_key, self.table_val, self.table_occ
+
+    def save(self) -> None:
+        """Copy the table and the pair impulses aside (the start of a chunk of steps)."""
+        for saved, arr in zip((*self._saved, self._saved_pair_impulse), (*self._arrays(), self.pair_impulse)):
+            saved.copy_from(arr)
+
+    def restore(self) -> None:
+        """Back to the last save()."""
+        for saved, arr in zip((*self._saved, self._saved_pair_impulse), (*self._arrays(), self.pair_impulse)):
+            arr.copy_from(saved)
+
+    def forget(self, world_row) -> None:
+        """Hide the stored impulses of the worlds with world_row[w] >= 0 (see forget_worlds)."""
+        spend_launches(1)
+        forget_worlds(world_row, self.table_key, self.table_occ)
+
+    def arrays(self) -> dict:
+        return {"table_key": self.table_key, "table_val": self.table_val, "table_occ": self.table_occ,
+                "pair_impulse": self.pair_impulse}
 
 
 @ti.func
@@ -103,3 +162,21 @@ def forget_worlds(world_row: nd(dtype=ti.i32, ndim=1), table_key: nd(dtype=ivec4
                 if world_row[w] >= 0:
                     key[0] = -1
                     table_key[s] = key
+
+
+@ti.kernel
+def accumulate_pair_impulses(
+    world_start: nd(dtype=ti.i32, ndim=1),
+    c_ids: nd(dtype=ivec4, ndim=1),
+    c_frame: nd(dtype=mat3, ndim=1),
+    c_gamma: nd(dtype=vec3, ndim=1),
+    pair_impulse: nd(dtype=vec3, ndim=2),
+):
+    """pair_impulse[w, p] = total impulse of the pair's contacts on its higher body, world frame
+    [N s] (the next step's warm start of new polygons; atomic sums)."""
+    for w, p in pair_impulse:
+        pair_impulse[w, p] = vec3(0.0)
+    W = world_start.shape[0] - 1
+    for c in range(world_start[W]):
+        ids = c_ids[c]
+        pair_impulse[ids[ID_WORLD], ids[ID_PAIR]] += c_frame[c].transpose() @ c_gamma[c]

@@ -53,7 +53,7 @@ class ContactSurface:
 def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[ContactSurface]:
     """Group the polygons of `world` by body pair, in scene order. pool: PolygonPool.to_numpy()
     arrays (converted to float64 here); model: ModelData. Pairs without polygons are omitted."""
-    from .model import P_BODY_HI, P_BODY_LO, P_FLIP
+    from ..types import P_BODY_HI, P_BODY_LO, P_FLIP, POLY_AREA, POLY_GA, POLY_GB, POLY_P0
 
     pid = pool["poly_i"]
     sel = pid[:, 0] == world
@@ -64,8 +64,8 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[Conta
         # Deterministic polygon order (the device appends in any order).
         c = pool["poly_c"][rows].astype(np.float64)
         rows = rows[np.lexsort((c[:, 2], c[:, 1], c[:, 0]))]
-        area = pool["poly_g"][rows, 0].astype(np.float64)
-        p0 = pool["poly_g"][rows, 1].astype(np.float64)
+        area = pool["poly_g"][rows, POLY_AREA].astype(np.float64)
+        p0 = pool["poly_g"][rows, POLY_P0].astype(np.float64)
         normal = pool["poly_n"][rows].astype(np.float64)
         centroid = pool["poly_c"][rows].astype(np.float64)
         nv = pool["poly_nv"][rows]
@@ -93,8 +93,8 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[Conta
                     "pressure": p0,
                     "centroid": centroid,
                     "normal": normal,
-                    "g_a": pool["poly_g"][rows, 2].astype(np.float64),
-                    "g_b": pool["poly_g"][rows, 3].astype(np.float64),
+                    "g_a": pool["poly_g"][rows, POLY_GA].astype(np.float64),
+                    "g_b": pool["poly_g"][rows, POLY_GB].astype(np.float64),
                     "element_a": elements[:, 0].copy(),
                     "element_b": elements[:, 1].copy(),
                 },

@@ -8,9 +8,9 @@ normal along grad pB - grad pA (out of A into B)."""
 
 import taichi as ti
 
-vec3 = ti.math.vec3
-POLY_MAX = 8
-Poly = ti.types.matrix(POLY_MAX, 3, float)
+from ..types import POLY_MAX, poly_vertices, vec3
+
+Poly = poly_vertices
 
 # Vertices closer than this fraction of the element size are merged (Drake uses 1e-14 m in
 # float64; relative, since positions are float32 here).

@@ -17,25 +17,17 @@
 
 import taichi as ti
 
-from . import hashing
-from .math3d import finite_pose, quat_to_mat
-from .model import G_BODY, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, PairType
+from .. import hashing
+from ..math3d import finite_pose, quat_to_mat
+from ..types import (
+    C_ACTIVE, C_CANDIDATES, C_ENTRIES, G_BODY, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH,
+    PairType, box3, ivec4, ivec8, nd, vec3, vec4,
+)
 
-nd = ti.types.ndarray
-vec3 = ti.math.vec3
-vec4 = ti.math.vec4
-ivec4 = ti.types.vector(4, ti.i32)
-ivec8 = ti.types.vector(8, ti.i32)
-box3 = ti.types.matrix(2, 3, float)
-
-KIND_TETMESH, KIND_TRIMESH, KIND_HALFSPACE = 0, 1, 2
 BIG = 1e30
 # Boxes kept per (world, geometry) to clamp elements to (one per active pair; past this many,
 # their union). More boxes clamp tighter; each costs 24 bytes per world and geometry.
 REGION_BOXES = 8
-
-# counts[] slots
-C_ACTIVE, C_ENTRIES, C_CANDIDATES, C_POLYGONS = 0, 1, 2, 3
 
 
 @ti.func
@@ -112,12 +104,12 @@ def cell_of(x: vec3, inv_cell: float) -> ti.math.ivec3:
 
 
 @ti.kernel
-def clear_hash(counts: nd(dtype=ti.i32, ndim=1), bucket_count: nd(dtype=ti.i32, ndim=1)):
-    """Writes counts = 0 and bucket_count = 0."""
+def clear_hash(counts: nd(dtype=ti.i32, ndim=1), bucket_start: nd(dtype=ti.i32, ndim=1)):
+    """Writes counts = 0 and bucket_start = 0 (the per-bucket counts before the scan)."""
     for i in range(counts.shape[0]):
         counts[i] = 0
-    for b in range(bucket_count.shape[0]):
-        bucket_count[b] = 0
+    for b in range(bucket_start.shape[0]):
+        bucket_start[b] = 0
 
 
 @ti.kernel
@@ -212,7 +204,7 @@ def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G:
     """World box of tet or triangle `idx` of the pools under pose (R, p)."""
     lo = vec3(BIG)
     hi = vec3(-BIG)
-    if geom_kind == KIND_TETMESH:
+    if geom_kind == TETMESH:
         X = tet_X_G[idx]
         for v in ti.static(range(4)):
             x = R @ vec3(X[v, 0], X[v, 1], X[v, 2]) + p
@@ -245,7 +237,7 @@ def insert_elements(
     ent_key: nd(dtype=ivec4, ndim=1),
     ent_act: nd(dtype=ti.i32, ndim=1),
     ent_bucket: nd(dtype=ti.i32, ndim=1),
-    bucket_count: nd(dtype=ti.i32, ndim=1),
+    bucket_start: nd(dtype=ti.i32, ndim=1),
 ):
     """Every hashed element that meets its geometry's region: appends an active record (world,
     element, box clamped to the region: the hull of its overlaps with the region's boxes) and
@@ -257,7 +249,7 @@ def insert_elements(
     W = body_p.shape[0]
     act_cap = act_box.shape[0]
     ent_cap = ent_key.shape[0]
-    mask = bucket_count.shape[0] - 2  # bucket_count has 2^k + 1 slots
+    mask = bucket_start.shape[0] - 2  # bucket_start has 2^k + 1 slots (counts here, offsets after the scan)
     for w, h in ti.ndrange(W, hash_count):
         g = hash_elem_geom[h]
         n_region = geom_region_n[w, g]
@@ -292,7 +284,7 @@ def insert_elements(
                             ent_key[e] = ivec4(w, ix, iy, iz)
                             ent_act[e] = a
                             ent_bucket[e] = bucket
-                            ti.atomic_add(bucket_count[bucket], 1)
+                            ti.atomic_add(bucket_start[bucket], 1)
 
 
 @ti.kernel

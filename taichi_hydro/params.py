@@ -1,5 +1,5 @@
-"""Per-world physical parameters and partial resets of a batch of worlds (host side of
-Simulator.set_parameters / sample_parameters / reset, and the reset kernel).
+"""Per-world physical parameters of a batch of worlds (Simulator.set_parameters,
+sample_parameters, parameters): parsing, sampling, and the device arrays the kernels read.
 
 Parameters, one row per world (host copies in float64):
   mass (W, B) [kg]         dynamic bodies; NaN for static and kinematic bodies (they have none)
@@ -27,13 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 import taichi as ti
 
+from .backend import spend_launches
 from .errors import SceneError
-from .model import BODY_DYNAMIC, BODY_KINDS, ModelData, combine_pair_parameters
+from .model import ModelData, combine_pair_parameters
+from .types import BODY_DYNAMIC, BODY_KINDS, PF_TAU, mat3, vec3, vec4
 
 __all__ = [
-    "WorldParameters", "BODY_PARAMETERS", "SAMPLE_KEYS", "STATE_FIELDS", "scene_parameters", "parse_body_parameter",
-    "parse_gravity", "inverse_mass_inertia", "pressure_scale", "pair_parameters", "sample_values", "select_worlds",
-    "checked_state", "reset_worlds",
+    "WorldParams", "WorldParameters", "BODY_PARAMETERS", "SAMPLE_KEYS", "scene_parameters", "parse_body_parameter",
+    "parse_gravity", "inverse_mass_inertia", "pressure_scale", "pair_parameters", "sample_values",
 ]
 
 # name: (unit, lowest allowed value, strictly above it)
@@ -47,7 +48,6 @@ BODY_PARAMETERS = {
 # scene's value, the others absolute values.
 SAMPLE_KEYS = ("mass", "friction", "dissipation", "modulus", "gravity_x", "gravity_y", "gravity_z")
 RELATIVE_SAMPLES = ("mass", "modulus")
-STATE_FIELDS = (("position", 3), ("orientation", 4), ("velocity", 3), ("angular_velocity", 3))
 
 
 @dataclass
@@ -69,7 +69,9 @@ def scene_parameters(data: ModelData, worlds: int) -> WorldParameters:
     """The scene's values in every world."""
     bodies = data.scene.bodies
     mass = np.where(data.body_kind == BODY_DYNAMIC, data.body_mass, np.nan)
-    modulus = np.array([g.modulus if g.compliant else np.nan for g in data.geometries], dtype=np.float64)
+    modulus = np.full(data.body_count, np.nan)
+    for b in np.flatnonzero(data.body_compliant()):  # a body's modulus: that of its compliant geometry
+        modulus[b] = next(data.geometries[g].modulus for g in data.geoms_of(b) if data.geometries[g].compliant)
     friction = np.array([b.contact.friction for b in bodies], dtype=np.float64)
     dissipation = np.array([b.contact.dissipation for b in bodies], dtype=np.float64)
 
@@ -85,7 +87,7 @@ def applies(data: ModelData, name: str) -> np.ndarray:
     if name == "mass":
         return data.body_kind == BODY_DYNAMIC
     if name == "modulus":
-        return np.array([g.compliant for g in data.geometries], dtype=bool)
+        return data.body_compliant()
     return np.ones(data.body_count, dtype=bool)
 
 
@@ -157,7 +159,7 @@ def inverse_mass_inertia(data: ModelData, mass: np.ndarray) -> tuple[np.ndarray,
     inv_mass = np.zeros((W, B))
     inv_inertia = np.zeros((W, B, 3, 3))
     for b in np.flatnonzero(dynamic):
-        props = data.geometries[b].mass
+        props = data.body_mass_props(b)
         m = mass[:, b]
         inv_mass[:, b] = 1.0 / m
         if props is not None:
@@ -169,18 +171,23 @@ def inverse_mass_inertia(data: ModelData, mass: np.ndarray) -> tuple[np.ndarray,
 
 
 def pressure_scale(data: ModelData, modulus: np.ndarray) -> np.ndarray:
-    """(W, G) E / E_scene of every compliant geometry (1 for rigid ones)."""
-    scene = np.array([g.modulus if g.compliant else np.nan for g in data.geometries], dtype=np.float64)
-    compliant = ~np.isnan(scene)
-    out = np.ones_like(modulus)
-    out[:, compliant] = modulus[:, compliant] / scene[compliant]
+    """(W, G) E / E_scene of every compliant geometry (1 for rigid ones), from the per-body
+    moduli (W, B): every compliant geometry of a body scales with the body's modulus."""
+    scene = scene_parameters(data, 1).modulus[0]
+    out = np.ones((modulus.shape[0], len(data.geometries)))
+    for g, geometry in enumerate(data.geometries):
+        if geometry.compliant:
+            b = data.geom_body[g]
+            out[:, g] = modulus[:, b] / scene[b]
     return out
 
 
 def pair_parameters(data: ModelData, params: WorldParameters) -> np.ndarray:
-    """(W, P, 4) pair_f rows of every world (friction, dissipation, tau, 0)."""
-    tau = data.pair_f[:, 2] if len(data.pair_f) else np.zeros(0)
-    return combine_pair_parameters(data.pair_i, tau, params.friction, params.dissipation, params.modulus)
+    """(W, P, 4) pair_f rows of every world (columns types.PF_*)."""
+    tau = data.pair_f[:, PF_TAU] if len(data.pair_f) else np.zeros(0)
+    geom_modulus = np.where(data.geom_modulus > 0, data.geom_modulus, np.nan)[None] * pressure_scale(data, params.modulus)
+    geom_modulus[:, [not g.compliant for g in data.geometries]] = np.nan
+    return combine_pair_parameters(data.pair_i, tau, params.friction, params.dissipation, geom_modulus)
 
 
 def _checked_range(key: str, value) -> tuple[float, float]:
@@ -228,93 +235,79 @@ def sample_values(seed: int, ranges: dict, data: ModelData, worlds: int) -> dict
     return out
 
 
-def select_worlds(worlds, count: int) -> np.ndarray:
-    """World indices from None (all), a boolean mask of shape (count,), an integer index or an
-    integer index array (no repeats, each in [0, count)). Raises SceneError otherwise."""
-    if worlds is None:
-        return np.arange(count)
-    sel = np.asarray(worlds)
-    if sel.dtype == bool:
-        if sel.shape != (count,):
-            raise SceneError(f"reset: a boolean world mask must have shape ({count},), got shape {sel.shape}")
-        return np.flatnonzero(sel)
-    if sel.ndim == 0:
-        sel = sel.reshape(1)
-    if sel.ndim != 1 or (sel.size and not np.issubdtype(sel.dtype, np.integer)):
-        raise SceneError(f"reset: worlds must be None, a boolean mask of shape ({count},) or integer world indices, "
-                         f"got {worlds!r}")
-    sel = sel.astype(np.int64)
-    out_of_range = sel[(sel < 0) | (sel >= count)]
-    if out_of_range.size:
-        raise SceneError(f"reset: world index {int(out_of_range[0])} is out of range [0, {count})")
-    values, counts = np.unique(sel, return_counts=True)
-    if np.any(counts > 1):
-        raise SceneError(f"reset: world index {int(values[counts > 1][0])} is given more than once (an integer array "
-                         "lists world indices; pass a boolean array for a mask)")
-    return sel
 
 
-def checked_state(name: str, value, width: int, world_ids: np.ndarray, body_names: list[str], caller: str) -> np.ndarray:
-    """float64 state rows of shape (len(world_ids), B, width) [SI, world frame]; quaternions
-    (width 4) normalised. Raises SceneError naming the body and world of a non-finite value or a
-    zero quaternion."""
-    shape = (len(world_ids), len(body_names), width)
-    try:
-        v = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise SceneError(f"{caller}: {name} must be numeric, got {value!r}") from exc
-    if v.shape != shape:
-        raise SceneError(f"{caller}: {name} must have shape {shape}, got {v.shape}")
-    if not np.all(np.isfinite(v)):
-        i, b = np.argwhere(~np.isfinite(v))[0][:2]
-        raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]} is not finite: {v[i, b].tolist()}")
-    if width == 4:
-        norm = np.linalg.norm(v, axis=2, keepdims=True)
-        if np.any(norm < 1e-12):
-            i, b = np.argwhere(norm[..., 0] < 1e-12)[0]
-            raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]} has zero norm")
-        v = v / norm
-    return v
+class WorldParams:
+    """Owner of the per-world parameter arrays the kernels read, each with a leading dimension
+    of 1 (the scene's values, shared by every world) until set() gives it one row per world
+    (kernels index row w % shape[0]):
+
+    body_inv_mass (1|W, B) [1/kg], 0 for immobile bodies;
+    body_inv_inertia_B (1|W, B) mat3 [1/(kg m^2)], about the centre of mass, body axes;
+    pair_f (1|W, P) vec4: columns types.PF_* (friction, Hunt-Crossley d [s/m], tau [s]);
+    gravity (1|W,) vec3 [m/s^2], world frame;
+    geom_scale (1|W, G): E_world / E_scene, the pressure scale of each geometry.
+
+    `values` keeps the host copies (float64, WorldParameters) that parameters() reports."""
+
+    NAMES = ("body_inv_mass", "body_inv_inertia_B", "pair_f", "gravity", "geom_scale")
+
+    def __init__(self, data: ModelData, worlds: int, float_type):
+        self.data, self.worlds, self._float = data, worlds, float_type
+        self.values = scene_parameters(data, worlds)
+        dynamic = data.body_mass > 0
+        inv_mass = np.where(dynamic, 1.0 / np.where(dynamic, data.body_mass, 1.0), 0.0)
+        inv_inertia = np.zeros_like(data.body_inertia_B)
+        inv_inertia[dynamic] = np.linalg.inv(data.body_inertia_B[dynamic])
+        P = max(data.pair_count, 1)
+        self.body_inv_mass = self._upload(float, (1, data.body_count), inv_mass[None])
+        self.body_inv_inertia_B = self._upload(mat3, (1, data.body_count), inv_inertia[None])
+        self.pair_f = self._upload(vec4, (1, P), _padded(data.pair_f[None], P))
+        self.gravity = self._upload(vec3, (1,), np.array([data.scene.gravity]))
+        self.geom_scale = self._upload(float, (1, len(data.geometries)), np.ones((1, len(data.geometries))))
+
+    def _upload(self, dtype, shape: tuple, values: np.ndarray):
+        arr = ti.ndarray(dtype, shape)
+        spend_launches(1)
+        arr.from_numpy(np.ascontiguousarray(values, dtype=self._float))
+        return arr
+
+    def _set(self, name: str, dtype, values: np.ndarray) -> None:
+        """Give `name` one row per world (a new array the first time) holding `values`."""
+        arr = getattr(self, name)
+        if arr.shape[0] != self.worlds:
+            setattr(self, name, self._upload(dtype, (self.worlds, *arr.shape[1:]), values))
+            return
+        spend_launches(1)
+        arr.from_numpy(np.ascontiguousarray(values, dtype=self._float))
+
+    def set(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
+        """Parse every value first (SceneError naming the parameter, body, world and value),
+        then apply them (see Simulator.set_parameters)."""
+        parsed = {name: parse_body_parameter(name, value, self.data, self.worlds)
+                  for name, value in (("mass", mass), ("friction", friction), ("dissipation", dissipation), ("modulus", modulus))
+                  if value is not None}
+        g = parse_gravity(gravity, self.worlds) if gravity is not None else None
+        for name, value in parsed.items():
+            setattr(self.values, name, value)
+        if g is not None:
+            self.values.gravity = g
+            self._set("gravity", vec3, g)
+        if "mass" in parsed:
+            inv_mass, inv_inertia = inverse_mass_inertia(self.data, self.values.mass)
+            self._set("body_inv_mass", float, inv_mass)
+            self._set("body_inv_inertia_B", mat3, inv_inertia)
+        if {"friction", "dissipation", "modulus"} & set(parsed) and self.data.pair_count:
+            self._set("pair_f", vec4, pair_parameters(self.data, self.values))
+        if "modulus" in parsed:
+            self._set("geom_scale", float, pressure_scale(self.data, self.values.modulus))
+
+    def arrays(self) -> dict:
+        return {name: getattr(self, name) for name in self.NAMES}
 
 
-nd = ti.types.ndarray
-vec3 = ti.math.vec3
-vec4 = ti.math.vec4
-
-
-@ti.kernel
-def reset_worlds(
-    world_row: nd(dtype=ti.i32, ndim=1),
-    stage_p: nd(dtype=vec3, ndim=2),
-    stage_q: nd(dtype=vec4, ndim=2),
-    stage_v: nd(dtype=vec3, ndim=2),
-    stage_w: nd(dtype=vec3, ndim=2),
-    body_p: nd(dtype=vec3, ndim=2),
-    body_q: nd(dtype=vec4, ndim=2),
-    body_v: nd(dtype=vec3, ndim=2),
-    body_w: nd(dtype=vec3, ndim=2),
-    body_force: nd(dtype=vec3, ndim=2),
-    body_torque: nd(dtype=vec3, ndim=2),
-    pair_impulse: nd(dtype=vec3, ndim=2),
-    world_status: nd(dtype=ti.i32, ndim=1),
-    world_stats: nd(dtype=vec4, ndim=1),
-):
-    """For every world w with world_row[w] = r >= 0: state from row r % rows of each staging
-    array (a one-row array is the scene's initial state, shared), controls, warm-start pair
-    impulses, divergence flag and solver statistics zero. Other worlds are not written."""
-    for w, b in body_p:
-        r = world_row[w]
-        if r >= 0:
-            body_p[w, b] = stage_p[r % stage_p.shape[0], b]
-            body_q[w, b] = stage_q[r % stage_q.shape[0], b]
-            body_v[w, b] = stage_v[r % stage_v.shape[0], b]
-            body_w[w, b] = stage_w[r % stage_w.shape[0], b]
-            body_force[w, b] = vec3(0.0)
-            body_torque[w, b] = vec3(0.0)
-    for w, p in pair_impulse:
-        if world_row[w] >= 0:
-            pair_impulse[w, p] = vec3(0.0)
-    for w in world_status:
-        if world_row[w] >= 0:
-            world_status[w] = 0
-            world_stats[w] = vec4(0.0)
+def _padded(rows: np.ndarray, count: int) -> np.ndarray:
+    """rows (N, P, k) padded with zero rows to (N, count, k) (Taichi rejects empty arrays)."""
+    out = np.zeros((rows.shape[0], count, rows.shape[2]))
+    out[:, :rows.shape[1]] = rows
+    return out

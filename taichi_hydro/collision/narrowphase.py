@@ -20,17 +20,14 @@ built with E_world; every pressure downstream (p0, gA, gB, vertex pressures) com
 
 import taichi as ti
 
-from ..broadphase import C_CANDIDATES, C_POLYGONS, ivec4, ivec8
 from ..math3d import quat_to_mat
-from ..model import G_BODY, G_POOL_START, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PairType
+from ..types import (
+    C_CANDIDATES, C_POLYGONS, G_BODY, G_POOL_START, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PairType, ivec4, ivec8, mat3, nd,
+    poly_record, poly_vertex_values, poly_vertices, vec3, vec4,
+)
 from . import clip
-from .clip import POLY_MAX, Poly, row, set_row
+from .clip import Poly, row, set_row
 
-nd = ti.types.ndarray
-vec3 = ti.math.vec3
-vec4 = ti.math.vec4
-mat3 = ti.math.mat3
-vec8 = ti.types.vector(POLY_MAX, float)
 INF = ti.math.inf
 
 
@@ -85,7 +82,7 @@ def emit(
                 if flip == 1:
                     nrm, ga, gb, na, nb = -n, g_b, g_a, grad_norm_b, grad_a.norm()
                 verts = Poly(0.0)
-                vp = vec8(0.0)
+                vp = poly_vertex_values(0.0)
                 for i in range(count):
                     # Counter-clockwise about the stored normal: reversed when it is flipped.
                     x = row(poly, i)
@@ -95,7 +92,7 @@ def emit(
                     set_row(verts, j, x + origin_W)
                     vp[j] = p_a + grad_a.dot(x)
                 poly_i[k] = ivec4(w, pair, ea, eb)
-                poly_g[k] = vec8(area, p_a + grad_a.dot(centroid), ga, gb, na, nb, 0.0, 0.0)
+                poly_g[k] = poly_record(area, p_a + grad_a.dot(centroid), ga, gb, na, nb, 0.0, 0.0)  # columns POLY_*
                 poly_c[k] = centroid + origin_W
                 poly_n[k] = nrm
                 poly_nv[k] = count
@@ -164,12 +161,12 @@ def clip_candidates(
     geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,
     poly_i: nd(dtype=ivec4, ndim=1),
-    poly_g: nd(dtype=vec8, ndim=1),
+    poly_g: nd(dtype=poly_record, ndim=1),
     poly_c: nd(dtype=vec3, ndim=1),
     poly_n: nd(dtype=vec3, ndim=1),
     poly_nv: nd(dtype=ti.i32, ndim=1),
-    poly_v: nd(dtype=ti.types.matrix(POLY_MAX, 3, float), ndim=1),
-    poly_vp: nd(dtype=vec8, ndim=1),
+    poly_v: nd(dtype=poly_vertices, ndim=1),
+    poly_vp: nd(dtype=poly_vertex_values, ndim=1),
 ):
     """Reads the candidates of hashed pairs; appends their polygons."""
     n_cand = ti.min(counts[C_CANDIDATES], cand.shape[0])
@@ -199,12 +196,12 @@ def clip_candidates(
 def clip_planar(
     counts: nd(dtype=ti.i32, ndim=1),
     plane_task: nd(dtype=ti.math.ivec2, ndim=1),
-    task_count: ti.i32,
+    plane_task_count: ti.i32,
     pair_active: nd(dtype=ti.i32, ndim=2),
     body_p: nd(dtype=vec3, ndim=2),
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
-    geom_f: nd(dtype=vec4, ndim=1),
+    geom_slab_gradient: nd(dtype=float, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     tet_X_G: nd(dtype=ti.types.matrix(4, 3, float), ndim=1),
     tet_p: nd(dtype=vec4, ndim=1),
@@ -214,18 +211,18 @@ def clip_planar(
     geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,
     poly_i: nd(dtype=ivec4, ndim=1),
-    poly_g: nd(dtype=vec8, ndim=1),
+    poly_g: nd(dtype=poly_record, ndim=1),
     poly_c: nd(dtype=vec3, ndim=1),
     poly_n: nd(dtype=vec3, ndim=1),
     poly_nv: nd(dtype=ti.i32, ndim=1),
-    poly_v: nd(dtype=ti.types.matrix(POLY_MAX, 3, float), ndim=1),
-    poly_vp: nd(dtype=vec8, ndim=1),
+    poly_v: nd(dtype=poly_vertices, ndim=1),
+    poly_vp: nd(dtype=poly_vertex_values, ndim=1),
 ):
     """Every element of every active half-space pair against the plane (z = 0 of the
     half-space body, solid below): tet-plane slices, tet-slab equal-pressure slices clipped to
     the slab, slab-triangle clips. Appends polygons."""
     W = body_p.shape[0]
-    for w, k in ti.ndrange(W, task_count):
+    for w, k in ti.ndrange(W, plane_task_count):
         pair, e = plane_task[k][0], plane_task[k][1]
         if pair_active[w, pair] == 1:
             pr = pair_i[pair]
@@ -249,7 +246,7 @@ def clip_planar(
                 for v in ti.static(range(3)):
                     set_row(poly, v, Rm @ vec3(X[v, 0], X[v, 1], X[v, 2]) + (pm - origin))
                 n_tri = Rm @ tri_n_G[idx]
-                slab = s_half * geom_f[half][1]  # E/H
+                slab = s_half * geom_slab_gradient[half]  # E/H
                 grad_a = -slab * n_plane
                 # No gradient-angle filter here (Drake has one): the slab's field is linear
                 # everywhere, and keeping every submerged face makes the force exact buoyancy.
@@ -274,7 +271,7 @@ def clip_planar(
                         emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, INF, flip,
                              (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
                 else:
-                    slab = s_half * geom_f[half][1]
+                    slab = s_half * geom_slab_gradient[half]
                     poly, count, n = clip.tet_slab_polygon(a0, a1, a2, a3, grad_a, Pa[0], n_plane, d_plane, slab)
                     if count >= 3:
                         emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), slab, flip,

@@ -1,0 +1,271 @@
+"""The batch interface of a Simulator: state, controls and per-world parameters of selected
+worlds, read and written as NumPy arrays or torch tensors, and partial resets."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import taichi as ti
+
+from . import interop
+from .backend import require_generation, spend_launches
+from .errors import SceneError
+from .params import sample_values, scene_parameters
+from .plan import Plan
+from .state import STATE_FIELDS, checked_state, reset_worlds, select_worlds
+
+__all__ = ["WorldAccess", "live"]
+
+
+def live(method):
+    """Refuse (BackendError) a call on a Simulator whose Taichi runtime has ended."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        require_generation(self._generation, "this Simulator")
+        return method(self, *args, **kwargs)
+
+    return call
+
+
+class WorldAccess:
+    """Mixed into Simulator: everything here reads or writes its state, control, params and
+    warm containers."""
+
+    def _init_access(self) -> None:
+        """The scene's initial state as one-row device arrays (1, B), the staging rows of
+        reset, and the reset launch."""
+        b = self.scene.bodies
+        self._initial = {}
+        for (name, width), rows in zip(STATE_FIELDS, ([x.p_WB for x in b], [x.q_WB for x in b], [x.v_WB for x in b],
+                                                     [x.w_WB for x in b])):
+            v = checked_state(name, [rows], width, np.zeros(1, dtype=int), self.body_names, "scene")
+            self._initial[name] = self._upload_rows(v)
+        self.world_row = ti.ndarray(ti.i32, self.worlds)
+        stage = {f"stage_{k}": self._initial[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)}
+        self._reset_plan = Plan("reset", {**self.bindings(), **stage, "world_row": self.world_row}).add(reset_worlds)
+
+    @property
+    def body_names(self) -> list[str]:
+        return [b.name for b in self.scene.bodies]
+
+    def _check_world(self, world: int) -> None:
+        if isinstance(world, bool) or not isinstance(world, (int, np.integer)) or not 0 <= world < self.worlds:
+            raise SceneError(f"world must be an integer in [0, {self.worlds}), got {world!r}")
+
+    def _upload_rows(self, v: np.ndarray):
+        """A new (n, B) vec3/vec4 ndarray holding v (n, B, 3|4), in the device float type."""
+        arr = ti.ndarray(ti.types.vector(v.shape[2], float), v.shape[:2])
+        spend_launches(1)
+        arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+        return arr
+
+    @live
+    def reset(self, worlds=None, state: dict | None = None) -> None:
+        """Put worlds back to the scene's initial state, or to `state`, on the device.
+
+        worlds: None (every world), a boolean mask of shape (worlds,), a world index or an array
+        of distinct indices. state: None, or a dict with any of the keys position (n, B, 3) [m],
+        orientation (n, B, 4) (w, x, y, z; normalised), velocity (n, B, 3) [m/s],
+        angular_velocity (n, B, 3) [rad/s] (world frame, body frame origin; row i for the i-th
+        selected world, in the order given, ascending for a mask); missing keys take the scene's
+        initial values. Only the selected rows are uploaded.
+
+        A reset world also loses its controls (set_control), its warm start (pair impulses and
+        stored per-polygon impulses: its next step starts cold, like a fresh simulator), its
+        divergence flag and solver statistics, and its world_steps() count; every other world
+        is untouched bit for bit. Per-world parameters persist (reset_parameters restores
+        them). With worlds=None the global clock also restarts: time, step_count and
+        step_totals() go to 0. Raises SceneError for a bad selection or state."""
+        selected = select_worlds(worlds, self.worlds)
+        stage = self._stage_state(state, selected)
+        if len(selected) == 0:
+            return
+        rows = np.full(self.worlds, -1, dtype=np.int32)
+        rows[selected] = np.arange(len(selected), dtype=np.int32)
+        spend_launches(1)
+        self.world_row.from_numpy(rows)
+        args = {**self.bindings(), "world_row": self.world_row}
+        args.update({f"stage_{k}": stage[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)})
+        self._reset_plan.run(args)
+        self.warm.forget(self.world_row)
+        self._world_steps[selected] = 0
+        if worlds is None:
+            spend_launches(1)
+            self.stat_sums.fill(0)
+            self.time = 0.0
+            self.step_count = 0
+
+    def _stage_state(self, state: dict | None, selected: np.ndarray) -> dict:
+        """Staging arrays of reset: the given rows (n, B) uploaded, the scene's (1, B) otherwise."""
+        state = {} if state is None else state
+        keys = [name for name, _ in STATE_FIELDS]
+        if not isinstance(state, dict):
+            raise SceneError(f"reset: state must be a dict with keys {keys}, got {type(state).__name__}")
+        unknown = sorted(set(state) - set(keys))
+        if unknown:
+            raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
+        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset")
+                   for name, width in STATE_FIELDS if name in state}
+        if len(selected) == 0:
+            return {}
+        return {name: self._upload_rows(checked[name]) if name in checked else self._initial[name] for name in keys}
+
+    def world_steps(self) -> np.ndarray:
+        """(worlds,) int64: steps each world has taken since its last reset (a diverged world is
+        frozen but still counts)."""
+        return self._world_steps.copy()
+
+    @live
+    def set_state(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
+        """Overwrite state arrays of shape (worlds, bodies, 3) or (worlds, bodies, 4) [SI,
+        world frame]; orientations are normalised. Non-finite values raise SceneError.
+
+        Each value is array-like (copied from the host) or a torch tensor on the device the
+        backend reads in place (cuda tensors with "cuda", cpu tensors otherwise): then one
+        kernel copies it on the device and checks it there (no host copy of the state)."""
+        every = np.arange(self.worlds)
+        for (name, width), value, arr in zip(STATE_FIELDS, (position, orientation, velocity, angular_velocity),
+                                             self.state.fields().values()):
+            if value is None:
+                continue
+            if interop.is_tensor(value):
+                self._rows_from_tensor(name, value, arr, width, normalise=width == 4)
+                continue
+            v = checked_state(name, value, width, every, self.body_names, "set_state")
+            spend_launches(1)
+            arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+
+    def _rows_from_tensor(self, name: str, value, arr, width: int, normalise: bool = False) -> None:
+        """arr[w, b] = value[w, b, :] on the device; a non-finite row (or a zero quaternion)
+        raises SceneError naming the world and body, and leaves that row unchanged."""
+        B = len(self.scene.bodies)
+        interop.check_tensor_shape(name, value, (self.worlds, B, width))
+        bad = np.array([0, np.iinfo(np.int32).max], dtype=np.int32)
+        spend_launches(2)
+        if interop.rows_from_external(value.contiguous(), arr, width, normalise, bad) > 0:
+            w, b = divmod(int(bad[1]), B)
+            row = value[w, b].detach().cpu().tolist()
+            raise SceneError(f"{name} of body '{self.scene.bodies[b].name}' in world {w} is not finite"
+                             f"{' or has zero norm' if normalise else ''}: {row} ({int(bad[0])} such rows; the others were written)")
+
+    def set_control(self, force=None, torque=None) -> None:
+        """External force [N] and torque [N m] on each body, at its centre of mass, world frame,
+        shape (worlds, bodies, 3); they act on dynamic bodies at every step until changed.
+        Array-like values are copied from the host, torch tensors on the device (see set_state)."""
+        for (name, arr), value in zip(self.control.fields().items(), (force, torque)):
+            if value is None:
+                continue
+            if interop.is_tensor(value):
+                self._rows_from_tensor(name, value, arr, 3)
+                continue
+            v = np.asarray(value, dtype=np.float64)
+            if v.shape != (self.worlds, len(self.scene.bodies), 3) or not np.all(np.isfinite(v)):
+                raise SceneError(f"{name} must be a finite array of shape {(self.worlds, len(self.scene.bodies), 3)}")
+            spend_launches(1)
+            arr.from_numpy(v.astype(self._float()))
+
+    @live
+    def world_status(self) -> np.ndarray:
+        """Per world: 0 running, 1 diverged (a non-finite pose, non-finite or absurd velocities;
+        frozen)."""
+        spend_launches(1)
+        return self.state.world_status.to_numpy()
+
+    # ----------------------------------------------------------------------------- parameters
+
+    @live
+    def set_parameters(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
+        """Per-world physical parameters, each optional (None keeps the current values):
+
+        mass [kg]: of dynamic bodies; inertia scales in proportion (same density
+          distribution, I = I_scene m / m_scene) and the centre of mass does not move.
+        friction [-]: Coulomb coefficient of each body, combined per pair as the scene does
+          (mu = 2 mu_a mu_b / (mu_a + mu_b)).
+        modulus [Pa]: hydroelastic modulus E of compliant bodies; scales the body's pressure
+          field by E / E_scene in that world (a slab's E/H too).
+        dissipation [s/m]: Hunt-Crossley d of each body, combined per pair as the scene does
+          (the compliant side's d against a rigid body, else weighted by the moduli).
+        gravity [m/s^2]: shape (3,) (every world) or (worlds, 3).
+
+        Body parameters take a scalar (every body it applies to, every world), a (bodies,) row
+        (every world) or a (worlds, bodies) array, bodies in scene order. A parameter that does
+        not apply to a body (the mass of a static or kinematic body, the modulus of a rigid
+        one) must be NaN there (parameters() reports NaN). Every value is checked before any is
+        applied: a wrong shape or a non-finite, negative (or zero mass or modulus) value raises
+        SceneError naming the parameter, body, world and value. Persist across reset()."""
+        self.params.set(mass=mass, friction=friction, modulus=modulus, dissipation=dissipation, gravity=gravity)
+
+    def sample_parameters(self, seed: int, **ranges) -> dict[str, np.ndarray]:
+        """Draw per-world parameters uniformly and apply them (set_parameters); returns the
+        applied arrays (keyed as set_parameters takes them) so they can be logged. Keys (each
+        a (low, high) pair): mass, modulus: factor of the scene's value, drawn per (world,
+        body); friction [-], dissipation [s/m]: absolute, per (world, body); gravity_x,
+        gravity_y, gravity_z [m/s^2]: absolute, per world (components not given keep the
+        scene's value). Deterministic for a seed; each key has its own random stream, so a
+        key's draws do not depend on the other keys given. Example:
+        sim.sample_parameters(0, mass=(0.8, 1.2), friction=(0.3, 0.6), gravity_z=(-10, -9.6))."""
+        values = sample_values(seed, ranges, self.model.host, self.worlds)
+        self.set_parameters(**values)
+        return values
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Current per-world values (copies): mass, friction, dissipation, modulus (worlds,
+        bodies) [kg, -, s/m, Pa; NaN where a parameter does not apply], gravity (worlds, 3)
+        [m/s^2]."""
+        return self.params.values.as_dict()
+
+    def reset_parameters(self) -> None:
+        """Every world back to the scene's parameters."""
+        scene = scene_parameters(self.model.host, self.worlds)
+        self.set_parameters(mass=scene.mass, friction=scene.friction, dissipation=scene.dissipation, modulus=scene.modulus,
+                            gravity=scene.gravity)
+
+    @live
+    def get_state(self, as_torch: bool = False) -> dict:
+        """The state arrays, keyed as in set_state: host copies (float64 NumPy), or with
+        as_torch=True new float32 torch tensors on the backend's torch device ("cuda" for the
+        cuda backend, else "cpu") filled by one device kernel each, with no trip through the
+        host on cuda (torch is an optional dependency)."""
+        fields = self.state.fields()
+        spend_launches(len(fields))
+        if as_torch:
+            torch = interop.torch_module()
+            out = {}
+            for name, arr in fields.items():
+                t = torch.empty((*arr.shape, arr.n), dtype=torch.float32 if self._float() == np.float32 else torch.float64,
+                                device=interop.torch_device())
+                interop.rows_to_external(arr, t, arr.n)
+                out[name] = t
+            return out
+        return {name: arr.to_numpy().astype(np.float64) for name, arr in fields.items()}
+
+    @live
+    def state_tensors(self) -> dict:
+        """The state itself as torch tensors (zero-copy views, cpu and cuda backends), keyed as
+        get_state: position (worlds, bodies, 3) [m], orientation (worlds, bodies, 4) (w, x, y,
+        z), velocity [m/s], angular_velocity [rad/s], world frame, body frame origin; dtype
+        float32 (float64 with precision "f64"), on the backend's torch device.
+
+        Made once, they stay valid for the Simulator's life: every step, reset and set_state
+        shows in them with no call and no copy, and an in-place write to them (t[...] = x, not
+        t = x) is the state the next step starts from. Such writes are not checked: keep
+        orientations unit quaternions; a world given a non-finite pose or velocity is marked
+        diverged at its next step and frozen (world_status). step() returns after its device
+        work is done (it reads the pool counters), so the views are current when it returns.
+        On cuda, torch's work on a view is expected to be ordered with Taichi's by the default
+        stream both use (not yet run on a GPU; the address is checked when a view is made,
+        interop.check_view, the stream ordering is not). After th.init
+        restarts Taichi the views point at freed memory: get new ones from a new Simulator.
+        SceneError on vulkan (use get_state(as_torch=True), a device copy)."""
+        return {name: interop.tensor_view(arr) for name, arr in self.state.fields().items()}
+
+    @live
+    def control_tensors(self) -> dict:
+        """The controls of set_control as torch tensors (zero-copy views, as state_tensors):
+        force [N] and torque [N m] of shape (worlds, bodies, 3), at each body's centre of mass,
+        world frame. Writing actions into them in place is set_control without a copy or a
+        check (non-finite values make the world diverge at its next step); reset() zeroes the
+        rows of the worlds it resets."""
+        return {name: interop.tensor_view(arr) for name, arr in self.control.fields().items()}

@@ -1,0 +1,143 @@
+"""Collision stage: world poses -> contact polygon pool, for all worlds in one set of launches.
+
+Pools have fixed capacities and a counter each. Every overflowing append is still counted, so
+after a pass the host knows exactly how much room was needed: the caller grows the pools to
+fit and runs the pass again (Collision.run, or the Simulator's chunk replay), or gets a
+CapacityError naming the capacity when growth would pass `max_capacity`. Contacts are never
+dropped silently."""
+
+from __future__ import annotations
+
+import numpy as np
+import taichi as ti
+
+from ..errors import CapacityError
+from ..model import Model
+from ..plan import Plan
+from ..scan import block_count, block_sum_size, scan_add_copy, scan_blocks, scan_sums
+from ..types import COUNTER_SLOTS, box3, ivec2, ivec4
+from . import broadphase as bp
+from . import narrowphase as narrow
+from .clip import MERGE_REL
+from .pools import CAPACITY_NAMES, Capacities, PolygonPool
+
+__all__ = ["Collision"]
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(4, int(n - 1).bit_length())
+
+
+class Collision:
+    """Owns the per-step broad and narrow phase arrays of `worlds` worlds of `model`:
+
+    counts (COUNTER_SLOTS,) i32: rows each pool needed in the last pass (types.C_*);
+    pair_active (W, P) i32, pair_box (W, P) box3 [m]: pairs whose bounds overlap, and where;
+    geom_region (W, G, REGION_BOXES) box3, geom_region_pair, geom_region_n: the active pairs'
+      boxes per geometry (broadphase);
+    act_we, act_box: active elements (world, element) and their clamped boxes;
+    ent_key, ent_act, ent_bucket, sorted_ent: hash entries (cell key, element, bucket) and
+      their bucket order; bucket_start (buckets + 1): counts, then offsets after the scan;
+      bucket_cursor: the scatter's cursors; scan_scratch: block sums of the scan;
+    cand: candidate element pairs (world, pair, element of a, element of b);
+    pool: the polygon pool (pools.PolygonPool).
+    Scalars: inv_cell [1/m], hash_count, plane_task_count, merge_rel, bucket_count,
+    bucket_blocks."""
+
+    def __init__(self, model: Model, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28):
+        self.model = model
+        self.worlds = worlds
+        self.max_capacity = max_capacity
+        W, P, G = worlds, max(model.pair_count, 1), model.geom_count
+        self.counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
+        self.pair_active = ti.ndarray(ti.i32, (W, P))
+        self.pair_box = ti.ndarray(box3, (W, P))
+        self.geom_region = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
+        self.geom_region_pair = ti.ndarray(ti.i32, (W, G, bp.REGION_BOXES))
+        self.geom_region_n = ti.ndarray(ti.i32, (W, G))
+        self.caps = capacities or Capacities.for_model(model, worlds)
+        self._allocate(self.caps)
+        self.last_counts = np.zeros(COUNTER_SLOTS, dtype=np.int64)
+        self.passes = 0
+        self.growths = 0  # pool overflows so far, each answered by growing and recomputing
+
+    def _allocate(self, caps: Capacities):
+        for name, value in zip(CAPACITY_NAMES, caps.as_tuple()):
+            if value > self.max_capacity:
+                raise CapacityError(
+                    f"collision pool '{name}' needs {value} rows, above max_capacity={self.max_capacity}; "
+                    "raise Simulator(max_capacity=...) or reduce worlds/resolution"
+                )
+        self.caps = caps
+        A, E, C = caps.active_elements, caps.cell_entries, caps.candidates
+        nb = _pow2_at_least(2 * E)
+        self.act_we = ti.ndarray(ivec2, A)
+        self.act_box = ti.ndarray(box3, A)
+        self.ent_key = ti.ndarray(ivec4, E)
+        self.ent_act = ti.ndarray(ti.i32, E)
+        self.ent_bucket = ti.ndarray(ti.i32, E)
+        self.sorted_ent = ti.ndarray(ti.i32, E)
+        self.bucket_start = ti.ndarray(ti.i32, nb + 1)
+        self.bucket_cursor = ti.ndarray(ti.i32, nb + 1)
+        self.scan_scratch = ti.ndarray(ti.i32, block_sum_size(nb))
+        self.bucket_count = nb
+        self.cand = ti.ndarray(ivec4, C)
+        self.pool = PolygonPool(caps.polygons)
+
+    def arrays(self) -> dict:
+        """Every array and scalar the collision launches bind, by name."""
+        out = {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
+        out.update(self.pool.arrays())
+        m = self.model
+        out.update(inv_cell=float(1.0 / m.host.cell_size), hash_count=int(m.hash_elem_count), plane_task_count=int(m.plane_task_count),
+                   merge_rel=float(MERGE_REL), bucket_count=int(self.bucket_count), bucket_blocks=int(block_count(self.bucket_count)))
+        return out
+
+    def add_launches(self, plan: Plan) -> None:
+        """Append the collision pass to `plan` (it reads body_p, body_q, world_status and
+        geom_scale besides the model and these arrays)."""
+        m = self.model
+        plan.add(bp.clear_hash)
+        if m.pair_count == 0:
+            return
+        plan.add(bp.pair_activity)
+        if m.hash_elem_count > 0:
+            plan.add(bp.geometry_regions)
+            plan.add(bp.insert_elements)
+            plan.add(scan_blocks, x="bucket_start", block_sum="scan_scratch", n="bucket_count")
+            plan.add(scan_sums, block_sum="scan_scratch", nblocks="bucket_blocks")
+            plan.add(scan_add_copy, x="bucket_start", copy="bucket_cursor", block_sum="scan_scratch", n="bucket_count")
+            plan.add(bp.scatter_entries)
+            plan.add(bp.find_candidates)
+            plan.add(narrow.clip_candidates)
+        if m.plane_task_count > 0:
+            plan.add(narrow.clip_planar)
+
+    def overflow(self, counts: np.ndarray) -> Capacities | None:
+        """The grown capacities if `counts` overflowed any pool, else None."""
+        caps = self.caps.as_tuple()
+        need = [int(counts[i]) for i in range(4)]
+        if all(n <= c for n, c in zip(need, caps)):
+            return None
+        grown = [c if n <= c else max(2 * c, int(1.25 * n) + 16) for n, c in zip(need, caps)]
+        return Capacities(*grown)
+
+    def run(self, plan: Plan, args: dict, use_graph: bool) -> np.ndarray:
+        """Run the collision plan over `args` (from Simulator bindings; refreshed after a
+        growth by `args_after_growth`) until no pool overflows. Returns the counters."""
+        while True:
+            plan.run(args, graph=use_graph)
+            self.passes += 1
+            counts = self.counts.to_numpy().astype(np.int64)
+            grown = self.overflow(counts)
+            if grown is None:
+                self.last_counts = counts
+                return counts
+            self.grow(grown)
+            args = {**args, **self.arrays()}
+
+    def grow(self, caps: Capacities) -> None:
+        """Reallocate the pools at the larger capacities `caps` after an overflow (counted in
+        growths; CapacityError past max_capacity)."""
+        self._allocate(caps)
+        self.growths += 1

@@ -1,0 +1,269 @@
+"""Contact assembly: each contact polygon becomes one compliant point contact
+(Masterjohn 2022 §IV, DESIGN §2), rows grouped by world for the solver.
+
+Per polygon of area A, pressure p0 at the centroid and directional gradients gA, gB:
+    g = gA gB / (gA + gB)  (= gA when b is rigid)       eq. 23
+    k = g A, phi0 = -p0 / g                               eq. 16
+A polygon whose gA or gB is below 1e-6 of its side's |grad p| is skipped: at box edges the
+gradient lies in the surface up to round-off and would give phi0 ~ -1e13 m (DESIGN §1).
+
+Regularisation of the cone complementarity problem (Drake SAP, Chrono; DESIGN §3):
+    R_n = 1 / (dt k (dt + tau)),   v_hat_n = -phi0 / (dt + tau),   R_t = sigma w
+with tau = tau_KelvinVoigt + d_HuntCrossley (-phi0)+ and w the trace/3 of the contact's
+Delassus block W_ii = J_i M^-1 J_i^T. Near-rigid floor: SAP bounds R_n >= beta^2/(4 pi^2) w per
+contact. Applied contact by contact, that floor makes the normal compliance proportional to w
+instead of 1/k and skews the pressure distribution of a stiff patch (a coin's pressure would pile
+up at its centre). We apply the same bound to a whole patch (body pair) at once: every k of
+the patch is scaled by s = min_i(k_max,i / k_i, 1), which keeps R_n,i proportional to 1/k_i
+(the hydroelastic distribution) and satisfies every contact's floor.
+
+Warm start: a polygon that existed at the previous step (same pair and elements, see
+warmstart.py) starts from its previous impulse; a new one from the previous total impulse of
+its body pair, shared in proportion to A p0 (the static pressure force).
+
+Kernels are made per compile-time option (deterministic, warm_start, split) by the functions
+that return them, once per combination."""
+
+import functools
+
+import taichi as ti
+
+from ..math3d import orthonormal_frame, quat_to_mat, skew
+from ..solver.cone import project_cone
+from ..types import (
+    BODY_DYNAMIC, C_POLYGONS, ID_A, ID_B, ID_PAIR, ID_WORLD, M_FORCE0, M_K, M_PHI0, M_TAU, P_BODY_HI, P_BODY_LO, PF_D, PF_MU, PF_TAU,
+    POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_P0, contact_reg, ivec4, ivec8, mat3, nd, poly_record, vec3, vec4,
+)
+from .warmstart import lookup
+
+INF = ti.math.inf
+
+# A directional gradient below this fraction of |grad p| is round-off (DESIGN §1).
+GRADIENT_REL = 1e-6
+TWO_PI_SQ = 39.47841760435743  # (2 pi)^2
+
+
+@ti.func
+def valid_polygon(g: poly_record) -> ti.i32:
+    """1 when a polygon can be a point contact: positive area and gradients gA, gB that are
+    positive and not round-off relative to |grad p| (inf on a rigid side)."""
+    ok = 1 if g[POLY_AREA] > 0.0 else 0
+    for side in ti.static(range(2)):
+        gs, gn = g[POLY_GA + side], g[POLY_GRAD_A + side]
+        if gs != INF and not gs > GRADIENT_REL * gn:
+            ok = 0
+    return ok
+
+
+@ti.func
+def series_gradient(ga: float, gb: float) -> float:
+    """g = ga gb / (ga + gb), with g = ga when gb = inf and g = gb when ga = inf."""
+    g = 0.0
+    if ga == INF:
+        g = gb
+    elif gb == INF:
+        g = ga
+    else:
+        g = ga * gb / (ga + gb)
+    return g
+
+
+@ti.func
+def body_delassus(inv_mass: float, inv_inertia_W: mat3, r: vec3, frame: mat3) -> mat3:
+    """One body's part of W_ii in the contact frame: F (m^-1 1 - [r] I^-1 [r]) F^T."""
+    S = skew(r)
+    block = inv_mass * ti.math.eye(3) - S @ inv_inertia_W @ S
+    return frame @ block @ frame.transpose()
+
+
+@functools.lru_cache(maxsize=None)
+def count_contacts(deterministic: bool):
+    """The kernel that counts and places rows, for this compile-time option."""
+
+    @ti.kernel
+    def count(
+        counts: nd(dtype=ti.i32, ndim=1),
+        poly_i: nd(dtype=ivec4, ndim=1),
+        poly_g: nd(dtype=poly_record, ndim=1),
+        pair_i: nd(dtype=ivec8, ndim=1),
+        body_kind: nd(dtype=ti.i32, ndim=1),
+        world_status: nd(dtype=ti.i32, ndim=1),
+        world_start: nd(dtype=ti.i32, ndim=1),
+        body_contacts: nd(dtype=ti.i32, ndim=2),
+        pair_scale: nd(dtype=float, ndim=2),
+        pair_weight: nd(dtype=float, ndim=2),
+        poly_slot: nd(dtype=ti.i32, ndim=1),
+        pair_rows: nd(dtype=ti.i32, ndim=2),
+    ):
+        """Writes poly_slot (index of the polygon's contact within its world, -1 if skipped;
+        deterministic: its arrival index within its pair, and pair_rows the count per pair, see
+        ordering.py), world_start (rows per world; the scan that follows makes them offsets),
+        body_contacts (contacts touching each dynamic body), and resets the per-pair scale (1)
+        and warm-start weights (0)."""
+        for w in range(world_start.shape[0]):
+            world_start[w] = 0
+        for w, b in body_contacts:
+            body_contacts[w, b] = 0
+        for w, p in pair_scale:
+            pair_scale[w, p] = 1.0
+            pair_weight[w, p] = 0.0
+            pair_rows[w, p] = 0
+        n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+        for k in range(n):
+            w, pair = poly_i[k][0], poly_i[k][1]
+            slot = -1
+            if world_status[w] == 0 and valid_polygon(poly_g[k]) == 1:
+                slot = ti.atomic_add(world_start[w], 1)
+                if ti.static(deterministic):
+                    slot = ti.atomic_add(pair_rows[w, pair], 1)
+                for side in ti.static(range(2)):
+                    b = pair_i[pair][P_BODY_LO + side]
+                    if body_kind[b] == BODY_DYNAMIC:
+                        ti.atomic_add(body_contacts[w, b], 1)
+            poly_slot[k] = slot
+
+    return count
+
+
+@functools.lru_cache(maxsize=None)
+def assemble_contacts(deterministic: bool):
+    """The kernel that writes the contact rows, for this compile-time option."""
+
+    @ti.kernel
+    def assemble(
+        counts: nd(dtype=ti.i32, ndim=1),
+        poly_i: nd(dtype=ivec4, ndim=1),
+        poly_g: nd(dtype=poly_record, ndim=1),
+        poly_c: nd(dtype=vec3, ndim=1),
+        poly_n: nd(dtype=vec3, ndim=1),
+        poly_slot: nd(dtype=ti.i32, ndim=1),
+        world_start: nd(dtype=ti.i32, ndim=1),
+        pair_i: nd(dtype=ivec8, ndim=1),
+        pair_f: nd(dtype=vec4, ndim=2),
+        body_p: nd(dtype=vec3, ndim=2),
+        body_q: nd(dtype=vec4, ndim=2),
+        body_com_B: nd(dtype=vec3, ndim=1),
+        body_inv_mass: nd(dtype=float, ndim=2),
+        body_inv_inertia_W: nd(dtype=mat3, ndim=2),
+        dt: float,
+        beta: float,
+        pair_scale: nd(dtype=float, ndim=2),
+        pair_weight: nd(dtype=float, ndim=2),
+        c_ids: nd(dtype=ivec4, ndim=1),
+        c_key: nd(dtype=ivec4, ndim=1),
+        c_frame: nd(dtype=mat3, ndim=1),
+        c_ra: nd(dtype=vec3, ndim=1),
+        c_rb: nd(dtype=vec3, ndim=1),
+        c_model: nd(dtype=vec4, ndim=1),
+    ):
+        """Point-contact model of each kept polygon, written at its world's rows.
+        Writes c_ids (columns types.ID_*), c_key (the polygon's identity: world, pair, element
+        of a, element of b), c_frame (rows t1, t2, n; n from a into b), c_ra/c_rb (centroid
+        minus each body's centre of mass, W), c_model (columns types.M_*: k [N/m], phi0 [m],
+        tau [s], A p0 [N]); reduces per pair the near-rigid scale and, unless deterministic
+        (then ordering.sum_pair_weights does it in row order), the warm-start weight."""
+        n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+        for k in range(n):
+            slot = poly_slot[k]
+            if slot >= 0:
+                w, pair = poly_i[k][0], poly_i[k][1]
+                c = world_start[w] + slot
+                g8 = poly_g[k]
+                a, b = pair_i[pair][P_BODY_LO], pair_i[pair][P_BODY_HI]
+                nrm = poly_n[k]
+                t1, t2 = orthonormal_frame(nrm)
+                frame = mat3([t1[0], t1[1], t1[2]], [t2[0], t2[1], t2[2]], [nrm[0], nrm[1], nrm[2]])
+                centroid = poly_c[k]
+                ra = centroid - (body_p[w, a] + quat_to_mat(body_q[w, a]) @ body_com_B[a])
+                rb = centroid - (body_p[w, b] + quat_to_mat(body_q[w, b]) @ body_com_B[b])
+                g = series_gradient(g8[POLY_GA], g8[POLY_GB])
+                stiffness = g * g8[POLY_AREA]
+                phi0 = -g8[POLY_P0] / g
+                mat = pair_f[w % pair_f.shape[0], pair]
+                tau = mat[PF_TAU] + mat[PF_D] * ti.max(-phi0, 0.0)
+                wm = w % body_inv_mass.shape[0]
+                Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], ra, frame)
+                Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], rb, frame)
+                w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
+                k_max = TWO_PI_SQ / (beta * beta * w_diag * dt * (dt + tau))
+                ti.atomic_min(pair_scale[w, pair], k_max / stiffness)
+                force0 = g8[POLY_AREA] * g8[POLY_P0]
+                if ti.static(not deterministic):
+                    ti.atomic_add(pair_weight[w, pair], ti.max(force0, 0.0))
+                c_ids[c] = ivec4(w, a, b, pair)
+                c_key[c] = poly_i[k]
+                c_frame[c] = frame
+                c_ra[c] = ra
+                c_rb[c] = rb
+                c_model[c] = vec4(stiffness, phi0, tau, force0)
+
+    return assemble
+
+
+@functools.lru_cache(maxsize=None)
+def finalize_contacts(warm_start: bool, split: bool):
+    """The kernel that regularises the rows and warm-starts them, for these options."""
+
+    @ti.kernel
+    def finalize(
+        world_start: nd(dtype=ti.i32, ndim=1),
+        c_ids: nd(dtype=ivec4, ndim=1),
+        c_key: nd(dtype=ivec4, ndim=1),
+        c_frame: nd(dtype=mat3, ndim=1),
+        c_ra: nd(dtype=vec3, ndim=1),
+        c_rb: nd(dtype=vec3, ndim=1),
+        c_model: nd(dtype=vec4, ndim=1),
+        pair_f: nd(dtype=vec4, ndim=2),
+        pair_scale: nd(dtype=float, ndim=2),
+        pair_weight: nd(dtype=float, ndim=2),
+        pair_impulse: nd(dtype=vec3, ndim=2),
+        body_contacts: nd(dtype=ti.i32, ndim=2),
+        body_inv_mass: nd(dtype=float, ndim=2),
+        body_inv_inertia_W: nd(dtype=mat3, ndim=2),
+        dt: float,
+        sigma: float,
+        table_key: nd(dtype=ivec4, ndim=1),
+        table_val: nd(dtype=vec3, ndim=1),
+        table_occ: nd(dtype=ti.i32, ndim=1),
+        c_reg: nd(dtype=contact_reg, ndim=1),
+        c_gamma: nd(dtype=vec3, ndim=1),
+    ):
+        """Writes c_reg (columns types.R_*: R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n
+        [1/sqrt(kg)], mu, 1/s_t, 1/s_n) and c_gamma, the warm-start impulse (contact frame,
+        projected on the friction cone). s_t^2 and s_n^2 are the diagonal of W_ii + R_i, with
+        split: W_ii^split (mass splitting, Tonge 2012: each body's mass is shared among its
+        contacts), the metric of the solver's local step."""
+        W = world_start.shape[0] - 1
+        for c in range(world_start[W]):
+            ids = c_ids[c]
+            w, a, b, pair = ids[ID_WORLD], ids[ID_A], ids[ID_B], ids[ID_PAIR]
+            model = c_model[c]
+            frame = c_frame[c]
+            wm = w % body_inv_mass.shape[0]
+            Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], c_ra[c], frame)
+            Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], c_rb[c], frame)
+            w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
+            stiffness = pair_scale[w, pair] * model[M_K]
+            tau = model[M_TAU]
+            Rn = 1.0 / (dt * stiffness * (dt + tau))
+            Rt = sigma * w_diag
+            v_hat = -model[M_PHI0] / (dt + tau)
+            na, nb = 1, 1
+            if ti.static(split):
+                na = ti.max(body_contacts[w, a], 1)
+                nb = ti.max(body_contacts[w, b], 1)
+            Ws = body_delassus(na * body_inv_mass[wm, a], na * body_inv_inertia_W[w, a], c_ra[c], frame)
+            Ws += body_delassus(nb * body_inv_mass[wm, b], nb * body_inv_inertia_W[w, b], c_rb[c], frame)
+            s_t = ti.sqrt(0.5 * (Ws[0, 0] + Ws[1, 1]) + Rt)
+            s_n = ti.sqrt(Ws[2, 2] + Rn)
+            mu = pair_f[w % pair_f.shape[0], pair][PF_MU]
+            c_reg[c] = contact_reg(Rt, Rn, v_hat, s_t, s_n, mu, 1.0 / s_t, 1.0 / s_n)
+            gamma = vec3(0.0)
+            if ti.static(warm_start):
+                found, impulse = lookup(c_key[c], table_key, table_val, table_occ)
+                if found == 0 and pair_weight[w, pair] > 0.0:
+                    impulse = (ti.max(model[M_FORCE0], 0.0) / pair_weight[w, pair]) * pair_impulse[w, pair]
+                gamma = project_cone(frame @ impulse, mu)
+            c_gamma[c] = gamma
+
+    return finalize

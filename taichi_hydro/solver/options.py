@@ -1,0 +1,65 @@
+"""The solver's options: the scene's [solver] table resolved for the backend in use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SceneError
+from ..scene import SolverSettings
+
+__all__ = ["SolverOptions"]
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Resolved solver options (scene.SolverSettings documents each key).
+
+    Compile-time (kernels specialise on them with ti.static; each combination compiles once):
+    schedule ("world" | "contact"), method ("jacobi" | "accelerated" | "gauss_seidel"),
+    coulomb (the De Saxce term), sleep (Gauss-Seidel only), deterministic, warm_start.
+    Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
+    [m/s], relaxation omega, beta, sigma."""
+
+    schedule: str
+    method: str
+    coulomb: bool
+    sleep: bool
+    deterministic: bool
+    warm_start: bool
+    iterations: int
+    tolerance: float
+    relaxation: float
+    beta: float
+    sigma: float
+
+    @staticmethod
+    def resolve(settings: SolverSettings, arch: str, source: str = "<scene>") -> "SolverOptions":
+        """"auto" becomes the backend's default: the contact schedule with accelerated Jacobi
+        on cuda, the world schedule with Gauss-Seidel elsewhere."""
+        schedule = settings.schedule
+        if schedule == "auto":
+            schedule = "contact" if arch == "cuda" else "world"
+        method = settings.method
+        if method == "auto":
+            method = "gauss_seidel" if schedule == "world" else "accelerated"
+        if method == "gauss_seidel" and schedule == "contact":
+            raise SceneError(f"{source}: [solver] method gauss_seidel needs schedule \"world\"")
+        return SolverOptions(
+            schedule=schedule, method=method, coulomb=settings.mode == "coulomb",
+            sleep=method == "gauss_seidel" and settings.sleep, deterministic=settings.deterministic,
+            warm_start=settings.warm_start, iterations=int(settings.iterations), tolerance=float(settings.tolerance),
+            relaxation=float(settings.relaxation), beta=float(settings.beta), sigma=float(settings.sigma),
+        )
+
+    @property
+    def accelerated(self) -> bool:
+        return self.method == "accelerated"
+
+    @property
+    def gauss_seidel(self) -> bool:
+        return self.method == "gauss_seidel"
+
+    @property
+    def split(self) -> bool:
+        """Mass splitting in the step metric (Jacobi methods: every contact moves at once)."""
+        return self.method != "gauss_seidel"

@@ -1,0 +1,147 @@
+"""The changing state of every world and the controls applied to it: State and Control own
+their device arrays; host-side selection and checking of state rows; the reset kernel."""
+
+
+import numpy as np
+import taichi as ti
+
+from .errors import SceneError
+from .types import nd, vec3, vec4
+
+__all__ = ["State", "Control", "STATE_FIELDS", "select_worlds", "checked_state", "reset_worlds"]
+
+STATE_FIELDS = (("position", 3), ("orientation", 4), ("velocity", 3), ("angular_velocity", 3))
+"""get_state / set_state keys and their widths, in the order of State.BODY_ARRAYS."""
+
+
+class State:
+    """Per-world state, shape (worlds, bodies) unless noted, world frame, for the body frame
+    origin as the scene places it (not the centre of mass):
+
+    body_p [m] position; body_q (w, x, y, z) unit quaternion; body_v [m/s] linear velocity;
+    body_w [rad/s] angular velocity;
+    world_status (worlds,) i32: 0 running, 1 diverged (frozen)."""
+
+    BODY_ARRAYS = ("body_p", "body_q", "body_v", "body_w")
+
+    def __init__(self, worlds: int, bodies: int):
+        self.body_p = ti.ndarray(vec3, (worlds, bodies))
+        self.body_q = ti.ndarray(vec4, (worlds, bodies))
+        self.body_v = ti.ndarray(vec3, (worlds, bodies))
+        self.body_w = ti.ndarray(vec3, (worlds, bodies))
+        self.world_status = ti.ndarray(ti.i32, worlds)
+
+    def fields(self) -> dict:
+        """The body arrays keyed as get_state / set_state name them."""
+        return {name: getattr(self, key) for (name, _), key in zip(STATE_FIELDS, self.BODY_ARRAYS)}
+
+    def arrays(self) -> dict:
+        return {key: getattr(self, key) for key in (*self.BODY_ARRAYS, "world_status")}
+
+
+class Control:
+    """Inputs applied at every step until changed, shape (worlds, bodies), world frame:
+    body_force [N] and body_torque [N m] at each body's centre of mass (dynamic bodies)."""
+
+    def __init__(self, worlds: int, bodies: int):
+        self.body_force = ti.ndarray(vec3, (worlds, bodies))
+        self.body_torque = ti.ndarray(vec3, (worlds, bodies))
+
+    def fields(self) -> dict:
+        return {"force": self.body_force, "torque": self.body_torque}
+
+    def arrays(self) -> dict:
+        return {"body_force": self.body_force, "body_torque": self.body_torque}
+
+
+def select_worlds(worlds, count: int) -> np.ndarray:
+    """World indices from None (all), a boolean mask of shape (count,), an integer index or an
+    integer index array (no repeats, each in [0, count)). Raises SceneError otherwise."""
+    if worlds is None:
+        return np.arange(count)
+    sel = np.asarray(worlds)
+    if sel.dtype == bool:
+        if sel.shape != (count,):
+            raise SceneError(f"reset: a boolean world mask must have shape ({count},), got shape {sel.shape}")
+        return np.flatnonzero(sel)
+    if sel.ndim == 0:
+        sel = sel.reshape(1)
+    if sel.ndim != 1 or (sel.size and not np.issubdtype(sel.dtype, np.integer)):
+        raise SceneError(f"reset: worlds must be None, a boolean mask of shape ({count},) or integer world indices, "
+                         f"got {worlds!r}")
+    sel = sel.astype(np.int64)
+    out_of_range = sel[(sel < 0) | (sel >= count)]
+    if out_of_range.size:
+        raise SceneError(f"reset: world index {int(out_of_range[0])} is out of range [0, {count})")
+    values, counts = np.unique(sel, return_counts=True)
+    if np.any(counts > 1):
+        raise SceneError(f"reset: world index {int(values[counts > 1][0])} is given more than once (an integer array "
+                         "lists world indices; pass a boolean array for a mask)")
+    return sel
+
+
+def checked_state(name: str, value, width: int, world_ids: np.ndarray, body_names: list[str], caller: str) -> np.ndarray:
+    """float64 state rows of shape (len(world_ids), B, width) [SI, world frame]; quaternions
+    (width 4) normalised. Raises SceneError naming the body and world of a non-finite value or a
+    zero quaternion."""
+    shape = (len(world_ids), len(body_names), width)
+    try:
+        v = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise SceneError(f"{caller}: {name} must be numeric, got {value!r}") from exc
+    if v.shape != shape:
+        raise SceneError(f"{caller}: {name} must have shape {shape}, got {v.shape}")
+    if not np.all(np.isfinite(v)):
+        i, b = np.argwhere(~np.isfinite(v))[0][:2]
+        raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]} is not finite: {v[i, b].tolist()}")
+    if width == 4:
+        norm = np.linalg.norm(v, axis=2, keepdims=True)
+        if np.any(norm < 1e-12):
+            i, b = np.argwhere(norm[..., 0] < 1e-12)[0]
+            raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]} has zero norm")
+        v = v / norm
+    return v
+
+
+@ti.kernel
+def reset_worlds(
+    world_row: nd(dtype=ti.i32, ndim=1),
+    stage_p: nd(dtype=vec3, ndim=2),
+    stage_q: nd(dtype=vec4, ndim=2),
+    stage_v: nd(dtype=vec3, ndim=2),
+    stage_w: nd(dtype=vec3, ndim=2),
+    body_p: nd(dtype=vec3, ndim=2),
+    body_q: nd(dtype=vec4, ndim=2),
+    body_v: nd(dtype=vec3, ndim=2),
+    body_w: nd(dtype=vec3, ndim=2),
+    body_force: nd(dtype=vec3, ndim=2),
+    body_torque: nd(dtype=vec3, ndim=2),
+    pair_impulse: nd(dtype=vec3, ndim=2),
+    world_status: nd(dtype=ti.i32, ndim=1),
+    world_iterations: nd(dtype=ti.i32, ndim=1),
+    world_residual: nd(dtype=float, ndim=1),
+    world_contacts: nd(dtype=ti.i32, ndim=1),
+    world_updates: nd(dtype=ti.i32, ndim=1),
+):
+    """For every world w with world_row[w] = r >= 0: state from row r % rows of each staging
+    array (a one-row array is the scene's initial state, shared), controls, warm-start pair
+    impulses, divergence flag and solver statistics zero. Other worlds are not written."""
+    for w, b in body_p:
+        r = world_row[w]
+        if r >= 0:
+            body_p[w, b] = stage_p[r % stage_p.shape[0], b]
+            body_q[w, b] = stage_q[r % stage_q.shape[0], b]
+            body_v[w, b] = stage_v[r % stage_v.shape[0], b]
+            body_w[w, b] = stage_w[r % stage_w.shape[0], b]
+            body_force[w, b] = vec3(0.0)
+            body_torque[w, b] = vec3(0.0)
+    for w, p in pair_impulse:
+        if world_row[w] >= 0:
+            pair_impulse[w, p] = vec3(0.0)
+    for w in world_status:
+        if world_row[w] >= 0:
+            world_status[w] = 0
+            world_iterations[w] = 0
+            world_residual[w] = 0.0
+            world_contacts[w] = 0
+            world_updates[w] = 0

@@ -1,0 +1,83 @@
+"""Element types and the layouts of packed records, shared by every kernel module.
+
+One place names what a column of a packed record means, so that no kernel reads a bare index.
+Records stay packed where one thread reads a whole row (a polygon, a contact row): one load
+instead of one per quantity."""
+
+import taichi as ti
+
+nd = ti.types.ndarray
+vec2 = ti.math.vec2
+vec3 = ti.math.vec3
+vec4 = ti.math.vec4
+mat3 = ti.math.mat3
+ivec2 = ti.math.ivec2
+ivec3 = ti.math.ivec3
+ivec4 = ti.types.vector(4, ti.i32)
+ivec8 = ti.types.vector(8, ti.i32)
+box3 = ti.types.matrix(2, 3, float)
+"""An axis-aligned box: row 0 the lower corner, row 1 the upper corner [m]."""
+
+# Body kinds (body_kind).
+BODY_DYNAMIC, BODY_STATIC, BODY_KINEMATIC = 0, 1, 2
+BODY_KINDS = ("dynamic", "static", "kinematic")
+
+# Geometry kinds (geom_i[g][G_KIND], geometry.build.Geometry.kind).
+TETMESH, TRIMESH, HALFSPACE = 0, 1, 2
+
+# geom_i columns: owning body, kind, compliant (0/1), first element in its pool, element count,
+# first index in the hashed element range (-1 when the geometry is in no hashed pair).
+G_BODY, G_KIND, G_COMPLIANT, G_POOL_START, G_ELEM_COUNT, G_HASH_START = range(6)
+
+# pair_i columns: geometry in role a, geometry in role b, PairType, flip (1 when role a's body
+# has the higher scene index), lower body, higher body.
+P_GEOM_A, P_GEOM_B, P_TYPE, P_FLIP, P_BODY_LO, P_BODY_HI = range(6)
+
+# pair_f columns (per world or shared): Coulomb friction mu [-], Hunt-Crossley d [s/m],
+# Kelvin-Voigt tau [s].
+PF_MU, PF_D, PF_TAU = range(3)
+
+
+class PairType:
+    """How a geometry pair makes contact polygons. Role a is listed first."""
+
+    TET_TET = 0  # compliant mesh a - compliant mesh b
+    TET_TRI = 1  # compliant mesh a - rigid mesh b
+    TET_PLANE = 2  # compliant mesh a - rigid half-space b
+    TET_SLAB = 3  # compliant mesh a - compliant half-space b
+    SLAB_TRI = 4  # compliant half-space a - rigid mesh b
+    HASHED = (TET_TET, TET_TRI)
+    PLANAR = (TET_PLANE, TET_SLAB, SLAB_TRI)
+    NAMES = ("tet-tet", "tet-triangle", "tet-halfspace", "tet-slab", "slab-triangle")
+
+
+# Collision pool counters (counts[]): rows each pool needed in the last pass.
+C_ACTIVE, C_ENTRIES, C_CANDIDATES, C_POLYGONS = range(4)
+COUNTER_SLOTS = 8
+
+# Polygons: at most POLY_MAX vertices (a tet slice clipped by a tet: 8).
+POLY_MAX = 8
+poly_vertex_values = ti.types.vector(POLY_MAX, float)
+"""poly_vp: a value per polygon vertex (the pressure [Pa])."""
+poly_vertices = ti.types.matrix(POLY_MAX, 3, float)
+"""poly_v: the vertices of a polygon, one per row [m]."""
+poly_record = ti.types.vector(8, float)
+"""poly_g: one polygon's scalars (columns POLY_*)."""
+# poly_g columns: area [m^2], pressure at the centroid p0 [Pa], directional gradients gA, gB
+# [Pa/m] (inf on a rigid side), |grad pA|, |grad pB| [Pa/m].
+POLY_AREA, POLY_P0, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_GRAD_B = range(6)
+
+# c_ids columns: world, body a, body b, pair (a: the pair's lower body, normal from a into b).
+ID_WORLD, ID_A, ID_B, ID_PAIR = range(4)
+
+# c_model columns: stiffness k [N/m], phi0 [m], dissipation time scale tau [s], static force
+# A p0 [N].
+M_K, M_PHI0, M_TAU, M_FORCE0 = range(4)
+
+contact_reg = ti.types.vector(8, float)
+"""c_reg: one contact row's regularisation and step metric (columns R_*)."""
+# c_reg columns: R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n [1/sqrt(kg)], mu, 1/s_t, 1/s_n.
+R_RT, R_RN, R_VHAT, R_ST, R_SN, R_MU, R_INV_ST, R_INV_SN = range(8)
+
+# stat_sums slots: steps, polygons, contacts, solver iterations (sums over worlds since reset).
+S_STEPS, S_POLYGONS, S_CONTACTS, S_ITERATIONS = range(4)
