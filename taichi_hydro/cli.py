@@ -57,20 +57,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bench(args) -> int:
-    """Forward to bench/run.py of the checkout this package was installed from (pip install -e)."""
+    """Run `python -m bench.run` in the source checkout this package was installed from
+    (pip install -e): the benchmarks, their cases and the Drake harness are not part of the
+    installed package."""
+    import subprocess
     from pathlib import Path
 
     from taichi_hydro.errors import HydroError
 
     root = Path(__file__).resolve().parents[1]
     if not (root / "bench" / "run.py").is_file():
-        raise HydroError(f"the benchmarks live in the source checkout (bench/ beside taichi_hydro/), not found under {root}: "
-                         "install with `pip install -e .` from a clone")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from bench.run import main as bench_main
-
-    return bench_main(args.bench_args)
+        raise HydroError("`taichi-hydro bench` needs a source checkout (bench/ beside taichi_hydro/), and this package was "
+                         f"installed from {root}, which has none: clone the repository and `pip install -e .` there")
+    return subprocess.call([sys.executable, "-m", "bench.run", *args.bench_args], cwd=root)
 
 
 def _view(args) -> int:
@@ -169,7 +168,7 @@ def _run(args) -> int:
         if record:
             snapshot()
         _progress(done, steps, t0)
-    ti_sync = sim.get_state()  # waits for the device
+    final = sim.get_state()  # waits for the device
     wall = time.perf_counter() - t0
     totals = sim.step_totals()
     status = sim.world_status()
@@ -190,10 +189,10 @@ def _run(args) -> int:
         "diverged_worlds": int((status != 0).sum()),
         "bodies": {
             name: {
-                "position": ti_sync["position"][0, i].tolist(),
-                "orientation": ti_sync["orientation"][0, i].tolist(),
-                "velocity": ti_sync["velocity"][0, i].tolist(),
-                "angular_velocity": ti_sync["angular_velocity"][0, i].tolist(),
+                "position": final["position"][0, i].tolist(),
+                "orientation": final["orientation"][0, i].tolist(),
+                "velocity": final["velocity"][0, i].tolist(),
+                "angular_velocity": final["angular_velocity"][0, i].tolist(),
             }
             for i, name in enumerate(sim.body_names)
         },

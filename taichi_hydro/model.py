@@ -1,5 +1,5 @@
 """The static model: geometry, pairs and materials, built once from a Scene and shared by all
-worlds. ModelData is the host (NumPy) description; DeviceModel holds the same on the device.
+worlds. ModelData is the host (NumPy) description; Model holds the same on the device.
 
 Element pools are shared by identical shapes (a pile of equal spheres stores one sphere mesh):
 geometries reference a range of the tet pool or the triangle pool."""

@@ -15,7 +15,7 @@ What the kernels read (leading dimension 1 = shared by all worlds, or W; index w
     d depends on the two moduli), the Kelvin-Voigt tau of the scene;
   geom_scale (W, G) = E / E_scene: the narrow phase scales the pressure field of a compliant
     geometry (vertex pressures and gradients, a slab's E/H) by it, since the field is
-    proportional to E (narrowphase.py);
+    proportional to E (collision.narrowphase);
   gravity (W,) vec3.
 The values are derived on the host in float64 with the same arithmetic as a scene built with
 those values (model.build_model), then uploaded: a world equals a one-world simulation of

@@ -105,26 +105,26 @@ class SolverSettings:
       sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating
       velocity mu |v_t| while sliding), kept for comparison.
     beta [1.0]: near-rigid floor: a contact is never stiffer than a spring whose period is
-      2 pi dt / beta (Drake SAP's rule); applied to a whole patch at once (see contacts.py).
+      2 pi dt / beta (Drake SAP's rule); applied to a whole patch at once (see contact.assemble).
     sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
     warm_start [true]: start from the impulses of the same polygons at the previous step.
     schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
       CPU default), "contact" (one thread per contact per iteration: the GPU default).
     method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
       splitting), "accelerated" (Jacobi with Nesterov momentum and gradient restart, see
-      solver.py: the same sweeps, converging in fewer of them) or "gauss_seidel" (each update
+      solver.cone: the same sweeps, converging in fewer of them) or "gauss_seidel" (each update
       applied at once: only with the "world" schedule). "auto": Gauss-Seidel for the world
       schedule, accelerated Jacobi for the contact schedule. All three have the same fixed
       point (tests/test_dynamics.py::test_solver_methods_agree).
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
-      when their neighbours move them past it; see solver.py). The solve stops by the same
+      when their neighbours move them past it; see solver.world_schedule). The solve stops by the same
       test, with errors of the same size as the full sweeps'; false updates every contact in
       every sweep. No effect on Jacobi.
     deterministic [false]: results independent of thread timing, bit for bit from run to run
       and equal to a one-world run world by world: contacts are sorted within each world and
       float sums are gathered in that order instead of accumulated by atomics (see
-      deterministic.py; it costs extra launches and work, measured in bench/)."""
+      contact.ordering; it costs extra launches and work, measured in bench/)."""
 
     iterations: int = 100
     tolerance: float = 1e-6

@@ -117,6 +117,20 @@ class Simulator(WorldAccess):
             out.update(part)
         return out
 
+    @property
+    def step_plan(self) -> Plan:
+        """The launches of one step (built on first use); `stages` names where each stage ends."""
+        if self._step_plan is None:
+            self._step_plan = self._build_step_plan()
+        return self._step_plan
+
+    @property
+    def stages(self) -> list[tuple[str, int]]:
+        """(stage name, index of the launch after its last one) for collide, assemble, solve and
+        integrate, in order."""
+        _ = self.step_plan  # built with its stage ends
+        return self._stage_ends
+
     def _resize_rows(self) -> None:
         """Contact rows and the warm-start table follow the polygon pool's capacity."""
         self.rows.resize(self.collision.pool.capacity)
@@ -172,9 +186,7 @@ class Simulator(WorldAccess):
         the affected chunk of steps is recomputed from its start (never a dropped contact)."""
         if steps < 0:
             raise SceneError(f"steps must be >= 0, got {steps}")
-        if self._step_plan is None:
-            self._step_plan = self._build_step_plan()
-        spend_launches(steps * len(self._step_plan.launches), check_only=True)
+        spend_launches(steps * len(self.step_plan.launches), check_only=True)
         done = 0
         while done < steps:
             chunk = min(self.CHUNK, steps - done)
@@ -210,9 +222,7 @@ class Simulator(WorldAccess):
         Pools must already fit (call step() first); an overflow here raises."""
         if steps < 1:
             raise SceneError(f"steps must be >= 1, got {steps}")
-        if self._step_plan is None:
-            self._step_plan = self._build_step_plan()
-        totals = dict.fromkeys((name for name, _ in self._stage_ends), 0.0)
+        totals = dict.fromkeys((name for name, _ in self.stages), 0.0)
         self._resize_rows()
         args = {**self.bindings(), **self._step_plan.constants}
         self.max_counts.fill(0)

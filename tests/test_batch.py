@@ -273,7 +273,7 @@ def test_reset_selected_worlds_only(arch):
     assert_state_equal(after, initial, 1)
     for w in (0, 2):
         assert_state_equal(after, before, w)
-    controls = sim.body_force.to_numpy()
+    controls = sim.control.body_force.to_numpy()
     np.testing.assert_array_equal(controls[:, 1, 0], np.float32([0.2, 0.0, 0.6]))
     assert sim.world_steps().tolist() == [30, 0, 30] and sim.step_count == 30
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import taichi as ti
 
-from taichi_hydro.narrowphase import clip
+from taichi_hydro.collision import clip
 
 vec3 = ti.math.vec3
 nd = ti.types.ndarray

@@ -30,17 +30,16 @@ def reverse_pool(counts: nd(dtype=ti.i32, ndim=1), poly_i: nd(dtype=ti.types.vec
 
 def with_reversed_pool(sim):
     """Make every step of `sim` see its polygons in the reverse order of the narrow phase."""
-    plan = sim._build_step_plan()
-    collide_end = dict(sim._stage_ends)["collide"]
+    plan = sim.step_plan
+    collide_end = dict(sim.stages)["collide"]
     plan.launches.insert(collide_end, (reverse_pool, ("counts", "poly_i", "poly_g", "poly_c", "poly_n")))
-    sim._step_plan = plan
     return sim
 
 
 def final_state(sim, steps):
     sim.step(steps)
     out = sim.get_state()
-    out["pair_impulse"] = sim.pair_impulse.to_numpy()
+    out["pair_impulse"] = sim.warm.pair_impulse.to_numpy()
     return out
 
 

@@ -358,23 +358,24 @@ def test_gauss_seidel_sleep_skips_settled_bodies_at_no_cost_in_accuracy(arch):
       converged velocities (observed: worst 6.4e-5 m/s at a sphere's rim without sleep, 6.6e-5
       with), and sleep only changes the sweep at which each sphere stops by the same test;
       so the worst errors must agree to within a factor 2 (plus the tolerance)."""
-    from taichi_hydro import solver as sv
+    from taichi_hydro.solver.world_schedule import world_solver
 
     pile = th.load_scene(ROOT / "scenes" / "pile.toml")
     sim = th.Simulator(dataclasses.replace(pile, solver=dataclasses.replace(pile.solver, schedule="world", method="gauss_seidel")))
     sim.step(46)
-    plan, args = sim._build_step_plan(), sim._step_args()
-    k = next(i for i, (kernel, _) in enumerate(plan.launches) if kernel is sv.solve_world_serial)
+    plan, args = sim.step_plan, sim.bindings()
+    k = next(i for i, (kernel, _) in enumerate(plan.launches) if kernel is world_solver(True, False, True, True))
     for kernel, names in plan.launches[:k]:  # the next step up to its solve
         kernel(*(args[n] for n in names))
     start = {n: args[n].to_numpy() for n in ("c_gamma", "body_vc", "body_wc")}
     reach = sim.model.body_reach.to_numpy()[:, None]
 
-    def solve(**over):
+    def solve(sleep=1, **over):
         for n, value in start.items():
             args[n].from_numpy(value)
-        sv.solve_world_serial(*({**args, "iterations": 5000, **over}[n] for n in plan.launches[k][1]))
-        return args["body_vc"].to_numpy()[0], reach * args["body_wc"].to_numpy()[0], args["world_stats"].to_numpy()[0]
+        world_solver(True, False, sleep == 1, True)(*({**args, "iterations": 5000, **over}[n] for n in plan.launches[k][1]))
+        stats = [args[n].to_numpy()[0] for n in ("world_iterations", "world_residual", "world_contacts", "world_updates")]
+        return args["body_vc"].to_numpy()[0], reach * args["body_wc"].to_numpy()[0], stats
 
     v_ref, w_ref, _ = solve(tolerance=0.0, iterations=20000, sleep=0)
     (v0, w0, s0), (v1, w1, s1) = solve(sleep=0), solve(sleep=1)

@@ -133,7 +133,7 @@ def test_worlds_at_different_poses_match_separate_runs(arch, tol):
 def test_crowd_overflows_the_region_boxes(arch):
     """The "crowd" case above exercises the broad phase's fallback to one union box: its
     centre ball has more active pairs than there are region boxes."""
-    from taichi_hydro.broadphase import REGION_BOXES
+    from taichi_hydro.collision.broadphase import REGION_BOXES
 
     sim = th.Simulator(scene(CASES["crowd"]))
     sim.collide()
