@@ -148,7 +148,8 @@ class WorldAccess:
             w, b = divmod(int(bad[1]), B)
             row = value[w, b].detach().cpu().tolist()
             raise SceneError(f"{name} of body '{self.scene.bodies[b].name}' in world {w} is not finite"
-                             f"{' or has zero norm' if normalise else ''}: {row} ({int(bad[0])} such rows; the others were written)")
+                             f"{' or has zero norm' if normalise else ''}: {row} "
+                             f"({int(bad[0])} such rows; the others were written)")
 
     def set_control(self, force=None, torque=None) -> None:
         """External force [N] and torque [N m] on each body, at its centre of mass, world frame,

@@ -15,8 +15,8 @@ from .errors import SceneError
 from .geometry.build import Geometry, build_geometry
 from .scene import Scene
 from .types import (
-    BODY_DYNAMIC, BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
-    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, ivec8, mat3, vec3, vec4,
+    BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
+    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, ivec8, vec3, vec4,
 )
 
 __all__ = ["ModelData", "Model", "build_model"]

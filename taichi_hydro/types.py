@@ -67,6 +67,10 @@ poly_record = ti.types.vector(8, float)
 # [Pa/m] (inf on a rigid side), |grad pA|, |grad pB| [Pa/m].
 POLY_AREA, POLY_P0, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_GRAD_B = range(6)
 
+# Polygon identity (poly_i, c_key, cand columns): world, pair, element of a, element of b
+# (the element's index within its geometry's element range).
+K_WORLD, K_PAIR, K_ELEM_A, K_ELEM_B = range(4)
+
 # c_ids columns: world, body a, body b, pair (a: the pair's lower body, normal from a into b).
 ID_WORLD, ID_A, ID_B, ID_PAIR = range(4)
 

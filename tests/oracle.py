@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 
-from taichi_hydro.types import HALFSPACE, TETMESH
 
 COS_LIMIT = math.cos(5 * math.pi / 8)
 

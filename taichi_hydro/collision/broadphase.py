@@ -20,7 +20,7 @@ import taichi as ti
 from .. import hashing
 from ..math3d import finite_pose, quat_to_mat
 from ..types import (
-    C_ACTIVE, C_CANDIDATES, C_ENTRIES, G_BODY, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH,
+    C_ACTIVE, C_CANDIDATES, C_ENTRIES, G_BODY, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH,
     PairType, box3, ivec4, ivec8, nd, vec3, vec4,
 )
 

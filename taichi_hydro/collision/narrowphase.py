@@ -22,7 +22,8 @@ import taichi as ti
 
 from ..math3d import quat_to_mat
 from ..types import (
-    C_CANDIDATES, C_POLYGONS, G_BODY, G_POOL_START, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PairType, ivec4, ivec8, mat3, nd,
+    C_CANDIDATES, C_POLYGONS, G_BODY, G_POOL_START, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE,
+    PairType, ivec4, ivec8, mat3, nd,
     poly_record, poly_vertex_values, poly_vertices, vec3, vec4,
 )
 from . import clip
@@ -171,7 +172,8 @@ def clip_candidates(
     """Reads the candidates of hashed pairs; appends their polygons."""
     n_cand = ti.min(counts[C_CANDIDATES], cand.shape[0])
     for c in range(n_cand):
-        w, pair, la, lb = cand[c][0], cand[c][1], cand[c][2], cand[c][3]
+        key = cand[c]
+        w, pair, la, lb = key[K_WORLD], key[K_PAIR], key[K_ELEM_A], key[K_ELEM_B]
         pr = pair_i[pair]
         ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
         ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]

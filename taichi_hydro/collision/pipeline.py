@@ -89,8 +89,9 @@ class Collision:
         out = {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
         out.update(self.pool.arrays())
         m = self.model
-        out.update(inv_cell=float(1.0 / m.host.cell_size), hash_count=int(m.hash_elem_count), plane_task_count=int(m.plane_task_count),
-                   merge_rel=float(MERGE_REL), bucket_count=int(self.bucket_count), bucket_blocks=int(block_count(self.bucket_count)))
+        out.update(inv_cell=float(1.0 / m.host.cell_size), hash_count=int(m.hash_elem_count),
+                   plane_task_count=int(m.plane_task_count), merge_rel=float(MERGE_REL), bucket_count=int(self.bucket_count),
+                   bucket_blocks=int(block_count(self.bucket_count)))
         return out
 
     def add_launches(self, plan: Plan) -> None:

@@ -53,14 +53,14 @@ class ContactSurface:
 def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[ContactSurface]:
     """Group the polygons of `world` by body pair, in scene order. pool: PolygonPool.to_numpy()
     arrays (converted to float64 here); model: ModelData. Pairs without polygons are omitted."""
-    from ..types import P_BODY_HI, P_BODY_LO, P_FLIP, POLY_AREA, POLY_GA, POLY_GB, POLY_P0
+    from ..types import P_BODY_HI, P_BODY_LO, P_FLIP, K_PAIR, K_WORLD, POLY_AREA, POLY_GA, POLY_GB, POLY_P0
 
     pid = pool["poly_i"]
-    sel = pid[:, 0] == world
+    sel = pid[:, K_WORLD] == world
     out = []
     order = lambda p: (model.pair_i[p, P_BODY_LO], model.pair_i[p, P_BODY_HI])  # noqa: E731
-    for p in sorted(set(pid[sel, 1].tolist()), key=order):
-        rows = np.flatnonzero(sel & (pid[:, 1] == p))
+    for p in sorted(set(pid[sel, K_PAIR].tolist()), key=order):
+        rows = np.flatnonzero(sel & (pid[:, K_PAIR] == p))
         # Deterministic polygon order (the device appends in any order).
         c = pool["poly_c"][rows].astype(np.float64)
         rows = rows[np.lexsort((c[:, 2], c[:, 1], c[:, 0]))]

@@ -31,8 +31,9 @@ import taichi as ti
 from ..math3d import orthonormal_frame, quat_to_mat, skew
 from ..solver.cone import project_cone
 from ..types import (
-    BODY_DYNAMIC, C_POLYGONS, ID_A, ID_B, ID_PAIR, ID_WORLD, M_FORCE0, M_K, M_PHI0, M_TAU, P_BODY_HI, P_BODY_LO, PF_D, PF_MU, PF_TAU,
-    POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_P0, contact_reg, ivec4, ivec8, mat3, nd, poly_record, vec3, vec4,
+    BODY_DYNAMIC, C_POLYGONS, ID_A, ID_B, ID_PAIR, ID_WORLD, K_PAIR, K_WORLD, M_FORCE0, M_K, M_PHI0, M_TAU, P_BODY_HI, P_BODY_LO,
+    PF_D, PF_MU, PF_TAU, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_P0, contact_reg, ivec4, ivec8, mat3, nd, poly_record,
+    vec3, vec4,
 )
 from .warmstart import lookup
 
@@ -110,7 +111,7 @@ def count_contacts(deterministic: bool):
             pair_rows[w, p] = 0
         n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
         for k in range(n):
-            w, pair = poly_i[k][0], poly_i[k][1]
+            w, pair = poly_i[k][K_WORLD], poly_i[k][K_PAIR]
             slot = -1
             if world_status[w] == 0 and valid_polygon(poly_g[k]) == 1:
                 slot = ti.atomic_add(world_start[w], 1)
@@ -166,7 +167,7 @@ def assemble_contacts(deterministic: bool):
         for k in range(n):
             slot = poly_slot[k]
             if slot >= 0:
-                w, pair = poly_i[k][0], poly_i[k][1]
+                w, pair = poly_i[k][K_WORLD], poly_i[k][K_PAIR]
                 c = world_start[w] + slot
                 g8 = poly_g[k]
                 a, b = pair_i[pair][P_BODY_LO], pair_i[pair][P_BODY_HI]

@@ -22,18 +22,18 @@ rank, a gather that reads each row twice) is measured by `python -m bench.run dy
 
 import taichi as ti
 
-from ..types import C_POLYGONS, M_FORCE0, ivec4, mat3, nd, vec3, vec4
+from ..types import C_POLYGONS, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, M_FORCE0, ivec4, mat3, nd, vec3, vec4
 
 
 @ti.func
 def key_less(a: ivec4, b: ivec4) -> ti.i32:
     """(pair, element of a, element of b) of a before that of b (same world)."""
     less = 0
-    if a[1] != b[1]:
-        less = 1 if a[1] < b[1] else 0
-    elif a[2] != b[2]:
-        less = 1 if a[2] < b[2] else 0
-    elif a[3] < b[3]:
+    if a[K_PAIR] != b[K_PAIR]:
+        less = 1 if a[K_PAIR] < b[K_PAIR] else 0
+    elif a[K_ELEM_A] != b[K_ELEM_A]:
+        less = 1 if a[K_ELEM_A] < b[K_ELEM_A] else 0
+    elif a[K_ELEM_B] < b[K_ELEM_B]:
         less = 1
     return less
 
@@ -59,7 +59,7 @@ def scatter_rows(counts: nd(dtype=ti.i32, ndim=1), poly_i: nd(dtype=ivec4, ndim=
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
     for k in range(n):
         if poly_slot[k] >= 0:
-            row_poly[pair_first[poly_i[k][0], poly_i[k][1]] + poly_slot[k]] = k
+            row_poly[pair_first[poly_i[k][K_WORLD], poly_i[k][K_PAIR]] + poly_slot[k]] = k
 
 
 @ti.kernel
@@ -71,11 +71,12 @@ def rank_rows(world_start: nd(dtype=ti.i32, ndim=1), poly_i: nd(dtype=ivec4, ndi
     for r in range(world_start[W]):
         k = row_poly[r]
         key = poly_i[k]
-        w, p = key[0], key[1]
+        w, p = key[K_WORLD], key[K_PAIR]
         rank = 0
         for s in range(pair_first[w, p], pair_end[w, p]):
             other = poly_i[row_poly[s]]
-            if key_less(other, key) == 1 or (other[2] == key[2] and other[3] == key[3] and row_poly[s] < k):
+            same = other[K_ELEM_A] == key[K_ELEM_A] and other[K_ELEM_B] == key[K_ELEM_B]
+            if key_less(other, key) == 1 or (same and row_poly[s] < k):
                 rank += 1
         poly_slot[k] = pair_first[w, p] - world_start[w] + rank
 

@@ -16,7 +16,7 @@ import taichi as ti
 from .. import hashing
 from ..backend import spend_launches
 from ..plan import ndarray_dtype
-from ..types import ID_PAIR, ID_WORLD, ivec4, mat3, nd, vec3
+from ..types import ID_PAIR, ID_WORLD, K_WORLD, ivec4, mat3, nd, vec3
 
 __all__ = ["WarmStartTable", "lookup", "clear_table", "store_impulses", "forget_worlds", "accumulate_pair_impulses"]
 
@@ -157,10 +157,10 @@ def forget_worlds(world_row: nd(dtype=ti.i32, ndim=1), table_key: nd(dtype=ivec4
     for s in range(table_occ.shape[0]):
         if table_occ[s] != 0:
             key = table_key[s]
-            w = key[0]
+            w = key[K_WORLD]
             if w >= 0 and w < world_row.shape[0]:
                 if world_row[w] >= 0:
-                    key[0] = -1
+                    key[K_WORLD] = -1
                     table_key[s] = key
 
 
