@@ -151,6 +151,7 @@ class WorldAccess:
                              f"{' or has zero norm' if normalise else ''}: {row} "
                              f"({int(bad[0])} such rows; the others were written)")
 
+    @live
     def set_control(self, force=None, torque=None) -> None:
         """External force [N] and torque [N m] on each body, at its centre of mass, world frame,
         shape (worlds, bodies, 3); they act on dynamic bodies at every step until changed.

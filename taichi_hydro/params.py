@@ -185,8 +185,10 @@ def pressure_scale(data: ModelData, modulus: np.ndarray) -> np.ndarray:
 def pair_parameters(data: ModelData, params: WorldParameters) -> np.ndarray:
     """(W, P, 4) pair_f rows of every world (columns types.PF_*)."""
     tau = data.pair_f[:, PF_TAU] if len(data.pair_f) else np.zeros(0)
-    geom_modulus = np.where(data.geom_modulus > 0, data.geom_modulus, np.nan)[None] * pressure_scale(data, params.modulus)
-    geom_modulus[:, [not g.compliant for g in data.geometries]] = np.nan
+    geom_modulus = np.full((params.modulus.shape[0], len(data.geometries)), np.nan)
+    for g, geometry in enumerate(data.geometries):  # a compliant geometry has its body's modulus
+        if geometry.compliant:
+            geom_modulus[:, g] = params.modulus[:, data.geom_body[g]]
     return combine_pair_parameters(data.pair_i, tau, params.friction, params.dissipation, geom_modulus)
 
 

@@ -1,4 +1,4 @@
-"""Deterministic mode ([solver] deterministic = true, taichi_hydro/deterministic.py): the result
+"""Deterministic mode ([solver] deterministic = true, taichi_hydro/contact/ordering.py): the result
 does not depend on the order in which the polygon pool was filled, so it is bit for bit the
 same from run to run and a world of a batch equals the same world simulated alone. The tests
 compare with np.array_equal: no tolerance, any order dependence shows."""

@@ -66,9 +66,11 @@ def test_a_binding_to_an_unknown_name_or_the_wrong_kind_fails_when_the_plan_is_b
     with pytest.raises(BindingError, match="takes a float"):
         plan.add(copy_rows, scale="count")
     assert len(plan.launches) == 2
-    a.from_numpy(np.ones((2, 3, 3), dtype=np.float32))
-    plan.run({"src": a, "dst": b, "scale": 2.0})
-    assert np.all(b.to_numpy() == 0.5)  # the literal launch ran last
+    for graph in (False, True):
+        a.from_numpy(np.ones((2, 3, 3), dtype=np.float32))
+        b.fill(0)
+        plan.run({"src": a, "dst": b, "scale": 2.0}, graph=graph)
+        assert np.all(b.to_numpy() == 0.5), graph  # the literal launch ran last
 
 
 def test_two_containers_may_not_claim_one_name(arch):

@@ -124,8 +124,8 @@ class Collision:
         return Capacities(*grown)
 
     def run(self, plan: Plan, args: dict, use_graph: bool) -> np.ndarray:
-        """Run the collision plan over `args` (from Simulator bindings; refreshed after a
-        growth by `args_after_growth`) until no pool overflows. Returns the counters."""
+        """Run the collision plan over `args` (Simulator.bindings; this container's arrays are
+        refreshed after a growth) until no pool overflows. Returns the counters."""
         while True:
             plan.run(args, graph=use_graph)
             self.passes += 1

@@ -28,7 +28,7 @@ class WarmStartTable:
       open-addressing table of per-polygon impulses (2 slots per polygon row or more, a power
       of two);
     pair_impulse (W, P) [N s]: the total impulse of each pair on its higher body, world frame.
-    snapshot(): copies of these arrays for the Simulator's chunk replay."""
+    save() / restore(): copies of these arrays for the Simulator's chunk replay."""
 
     NAMES = ("table_key", "table_val", "table_occ")
 

@@ -25,7 +25,8 @@ __all__ = ["world_solver"]
 @functools.lru_cache(maxsize=None)
 def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bool):
     """The solve kernel of the world schedule for these compile-time options (one kernel per
-    combination, made once)."""
+    combination, made once). Sleep is a Gauss-Seidel option (SolverOptions.resolve)."""
+    assert gauss_seidel or not sleep, "sleep needs gauss_seidel"
 
     @ti.kernel
     def solve_world(
