@@ -306,7 +306,7 @@ def main(argv=None) -> int:
     p.add_argument("--worlds", help="dynamics: comma-separated world counts (default: each case's own list)")
     p.add_argument("--max-worlds", type=int, help="dynamics: skip world counts above this")
     p.add_argument("--schedule", choices=["world", "contact"], help="dynamics: solver schedule (default: the backend's)")
-    p.add_argument("--method", choices=["jacobi", "accelerated", "gauss_seidel"], help="dynamics: solver method (default: the schedule's)")
+    p.add_argument("--method", choices=["jacobi", "accelerated", "gauss_seidel", "newton"], help="dynamics: solver method (default: the schedule's)")
     p.add_argument("--deterministic", action="store_true",
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,

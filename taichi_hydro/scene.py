@@ -93,9 +93,9 @@ class Body:
 
 @dataclass(frozen=True)
 class SolverSettings:
-    """Projected-Jacobi cone-complementarity solver (DESIGN §3; defaults in brackets).
+    """The contact solver (DESIGN §3; defaults in brackets).
 
-    iterations [100]: cap on Jacobi iterations per step.
+    iterations [100]: cap on iterations (sweeps, or Newton iterations) per step.
     tolerance [1e-6 m/s]: a world's solve stops when no point of any of its bodies changes
       velocity by more than this over one iteration (|dv| + reach |dw| per body, reach: the
       distance from the centre of mass to the farthest point of the body's geometry; with
@@ -113,13 +113,18 @@ class SolverSettings:
     method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
       splitting), "accelerated" (Jacobi with Nesterov momentum and gradient restart, see
       solver.cone: the same sweeps, converging in fewer of them) or "gauss_seidel" (each update
-      applied at once: only with the "world" schedule). "auto": Gauss-Seidel for the world
-      schedule, accelerated Jacobi for the contact schedule. All three have the same fixed
-      point (tests/test_dynamics.py::test_solver_methods_agree).
+      applied at once: only with the "world" schedule) or "newton" (Newton's method on the
+      body velocities with a lagged Coulomb bound and an exact line search, a block Cholesky
+      factorisation on each world's contact graph: few iterations, each costlier than a
+      sweep; its Hessian is stored densely, 36 B^2 numbers per world of B bodies; world
+      schedule only, see solver.newton). "auto": Gauss-Seidel for the world
+      schedule, accelerated Jacobi for the contact schedule. All four have the same fixed
+      point (tests/test_dynamics.py::test_solver_methods_agree); relaxation, mode, sigma's
+      metric and sleep do not apply to Newton (it is Coulomb-exact by construction).
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
-      when their neighbours move them past it; see solver.world_schedule). The solve stops by the same
-      test, with errors of the same size as the full sweeps'; false updates every contact in
+      when their neighbours move them past it; see solver.world_schedule). The solve stops by
+      the same test, with errors of the same size as the full sweeps'; false updates every contact in
       every sweep. No effect on Jacobi.
     deterministic [false]: results independent of thread timing, bit for bit from run to run
       and equal to a one-world run world by world: contacts are sorted within each world and
@@ -377,12 +382,12 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         sigma=st.number("sigma", 1e-3, nonneg=True),
         warm_start=st.boolean("warm_start", True),
         schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
-        method=st.string("method", "auto", choices=("auto", "jacobi", "accelerated", "gauss_seidel")),
+        method=st.string("method", "auto", choices=("auto", "jacobi", "accelerated", "gauss_seidel", "newton")),
         deterministic=st.boolean("deterministic", False),
         sleep=st.boolean("sleep", True),
     )
-    if solver.method == "gauss_seidel" and solver.schedule == "contact":
-        raise st.error("method", "gauss_seidel needs schedule = \"world\" (contact updates run in parallel)")
+    if solver.method in ("gauss_seidel", "newton") and solver.schedule == "contact":
+        raise st.error("method", f"{solver.method} needs schedule = \"world\" (one thread solves a whole world)")
     if solver.relaxation > 1.0:
         raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
     st.finish()

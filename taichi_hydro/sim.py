@@ -72,7 +72,7 @@ class Simulator(WorldAccess):
         self.collision = Collision(self.model, W, capacities, max_capacity)
         self.rows = ContactRows(W, B, P, self.collision.pool.capacity)
         self.warm = WarmStartTable(W, P, self.collision.pool.capacity)
-        self.solver = SolverData(self.options, W, B)
+        self.solver = SolverData(self.options, W, B, self.collision.pool.capacity)
         self.max_counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.stat_sums = ti.ndarray(float, 8)
         self._saved_state = {k: ti.ndarray(ndarray_dtype(v), v.shape) for k, v in self.state.arrays().items()}
@@ -135,6 +135,7 @@ class Simulator(WorldAccess):
         """Contact rows and the warm-start table follow the polygon pool's capacity."""
         self.rows.resize(self.collision.pool.capacity)
         self.warm.resize(self.collision.pool.capacity)
+        self.solver.resize(self.collision.pool.capacity)
 
     def _build_step_plan(self) -> Plan:
         """One time step (DESIGN §3): collide -> assemble -> solve -> integrate."""
@@ -158,7 +159,7 @@ class Simulator(WorldAccess):
         plan.add(ca.finalize_contacts(o.warm_start, o.split))
         plan.add(cw.clear_table)
         stages.append(("assemble", len(plan.launches)))
-        add_solve(plan, o)
+        add_solve(plan, o, self.solver)
         stages.append(("solve", len(plan.launches)))
         plan.add(ig.check_divergence)
         plan.add(ig.integrate)

@@ -1,23 +1,28 @@
 """The contact solve of a step (DESIGN §3 step 5): projected iterations on the regularised cone
 complementarity problem, on one of two schedules that share the per-contact arithmetic
 (solver.cone): "world" (one thread per world, world_schedule) and "contact" (one launch per
-sweep over all contacts, contact_schedule)."""
+sweep over all contacts, contact_schedule); or Newton's method on the body velocities (newton,
+one thread per world)."""
 
 from __future__ import annotations
 
 from ..plan import Plan
 from . import contact_schedule as cs
 from .data import SolverData
+from .newton import newton_solver
 from .options import SolverOptions
 from .world_schedule import world_solver
 
 __all__ = ["SolverData", "SolverOptions", "add_solve"]
 
 
-def add_solve(plan: Plan, options: SolverOptions) -> None:
+def add_solve(plan: Plan, options: SolverOptions, data: SolverData) -> None:
     """Append the launches of one solve to `plan`: they read the assembled rows and the free
     velocities (body_vc, body_wc) and leave the solved velocities and impulses (c_gamma)."""
     o = options
+    if o.method == "newton":
+        plan.add(newton_solver(data.real))
+        return
     if o.schedule == "world":
         plan.add(world_solver(o.gauss_seidel, o.accelerated, o.sleep, o.coulomb), iterations="iterations", tolerance="tolerance",
                  omega="relaxation")

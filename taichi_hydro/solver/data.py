@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import taichi as ti
 
+from ..backend import current_arch
+from ..errors import SceneError
 from ..types import mat3, vec3
 from .options import SolverOptions
+
+DENSE_BYTES = 2 << 30
+"""The most memory the dense Newton Hessians of all worlds may take [bytes]."""
 
 __all__ = ["SolverData"]
 
@@ -26,10 +31,18 @@ class SolverData:
     sweep's largest velocity change of a body point), world_contacts (rows), world_updates
     (contact updates of the last step), world_converged and world_swept (contact schedule: the
     world has stopped; it swept this sweep), world_momentum, world_beta, world_restart
-    (accelerated Jacobi's t, beta and restart sum)."""
+    (accelerated Jacobi's t, beta and restart sum).
 
-    def __init__(self, options: SolverOptions, worlds: int, bodies: int):
+    Newton only (arithmetic in `real`: float64 where the backend has it): newton_H (W, 6B, 6B)
+    the Hessian and its factor, newton_v, newton_vs, newton_grad, newton_dv, newton_scale
+    (W, 6B): iterate, free velocities, gradient, step and Jacobi scaling; per contact row
+    c_bound (friction bound g [N s]), c_u (J v) and c_jdv (J dv), sized by resize()."""
+
+    def __init__(self, options: SolverOptions, worlds: int, bodies: int, rows: int):
         W, B = worlds, bodies
+        self.newton = options.method == "newton"
+        self.real = ti.f32 if current_arch() == "vulkan" else ti.f64
+        self.rows = -1
         for name in ("body_vc", "body_wc", "body_vx", "body_wx", "body_dv", "body_dw"):
             setattr(self, name, ti.ndarray(vec3, (W, B)))
         self.body_inv_inertia_W = ti.ndarray(mat3, (W, B))
@@ -38,6 +51,30 @@ class SolverData:
             setattr(self, name, ti.ndarray(ti.i32, W))
         for name in ("world_residual", "world_momentum", "world_beta", "world_restart"):
             setattr(self, name, ti.ndarray(float, W))
+        if self.newton:
+            N = 6 * B
+            need = W * N * N * (8 if self.real == ti.f64 else 4)
+            if need > DENSE_BYTES:
+                raise SceneError(f"[solver] method newton factors each world densely: {W} worlds of {B} bodies need "
+                                 f"{need / 2**30:.1f} GiB for the Hessians, above {DENSE_BYTES / 2**30:.0f} GiB; use fewer "
+                                 "worlds or method gauss_seidel")
+            self.newton_H = ti.ndarray(self.real, (W, N, N))
+            for name in ("newton_v", "newton_vs", "newton_grad", "newton_dv", "newton_scale"):
+                setattr(self, name, ti.ndarray(self.real, (W, N)))
+            for name in ("newton_adj", "newton_padj", "newton_rows"):
+                setattr(self, name, ti.ndarray(ti.i32, (W, B, B)))
+            for name in ("newton_pos", "newton_deg", "newton_row_len"):
+                setattr(self, name, ti.ndarray(ti.i32, (W, B)))
+        self.resize(rows)
+
+    def resize(self, rows: int) -> None:
+        """Per-row scratch for `rows` contact rows (Newton only)."""
+        if not self.newton or rows == self.rows:
+            return
+        self.c_bound = ti.ndarray(self.real, rows)
+        self.c_u = ti.ndarray(ti.types.vector(3, self.real), rows)
+        self.c_jdv = ti.ndarray(ti.types.vector(3, self.real), rows)
+        self.rows = rows
 
     def arrays(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}

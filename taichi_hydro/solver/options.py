@@ -15,7 +15,7 @@ class SolverOptions:
     """Resolved solver options (scene.SolverSettings documents each key).
 
     Compile-time (kernels specialise on them with ti.static; each combination compiles once):
-    schedule ("world" | "contact"), method ("jacobi" | "accelerated" | "gauss_seidel"),
+    schedule ("world" | "contact"), method ("jacobi" | "accelerated" | "gauss_seidel" | "newton"),
     coulomb (the De Saxce term), sleep (Gauss-Seidel only), deterministic, warm_start.
     Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
     [m/s], relaxation omega, beta, sigma."""
@@ -40,10 +40,12 @@ class SolverOptions:
         if schedule == "auto":
             schedule = "contact" if arch == "cuda" else "world"
         method = settings.method
+        if method == "newton" and settings.schedule == "auto":
+            schedule = "world"
         if method == "auto":
             method = "gauss_seidel" if schedule == "world" else "accelerated"
-        if method == "gauss_seidel" and schedule == "contact":
-            raise SceneError(f"{source}: [solver] method gauss_seidel needs schedule \"world\"")
+        if method in ("gauss_seidel", "newton") and schedule == "contact":
+            raise SceneError(f"{source}: [solver] method {method} needs schedule \"world\"")
         return SolverOptions(
             schedule=schedule, method=method, coulomb=settings.mode == "coulomb",
             sleep=method == "gauss_seidel" and settings.sleep, deterministic=settings.deterministic,
@@ -62,4 +64,4 @@ class SolverOptions:
     @property
     def split(self) -> bool:
         """Mass splitting in the step metric (Jacobi methods: every contact moves at once)."""
-        return self.method != "gauss_seidel"
+        return self.method in ("jacobi", "accelerated")

@@ -1,0 +1,462 @@
+"""Newton's method on the body velocities with a lagged Coulomb bound ([solver] method =
+"newton"; world schedule: one thread per world).
+
+Unknowns: the velocities v of every body of a world (6 per body, centre of mass, world frame).
+Each iteration minimises the convex cost, with the friction bound g_i of each contact fixed,
+
+    l(v; g) = 1/2 |v - v*|_M^2 + sum_i [ (vhat_i - u_n,i)_+^2 / (2 R_n,i) + Huber_{g_i R_t,i}(u_t,i) ],
+    u_i = J_i v,   Huber_{gR}(x) = |x|^2 / (2R) if |x| <= gR, else g |x| - g^2 R / 2,
+
+(MuJoCo's friction-loss term; with g fixed, Drake's Lagged model) by one Newton step:
+gradient M (v - v*) - sum J_i^T gamma_i(u_i) and Hessian H = M + sum J_i^T G_i J_i with the
+contact response of the regularised law
+
+    gamma_n = (vhat - u_n)_+ / R_n,  G_nn = 1/R_n while active;
+    stick |u_t| <= g R_t: gamma_t = -u_t / R_t,  G_t = I / R_t;
+    slide: gamma_t = -g u_t / |u_t|,  G_t = (g / |u_t|)(I - t t^T)   (t = u_t / |u_t|),
+
+where the first MODIFIED_ITERATIONS iterations use the isotropic slip curvature (g / |u_t|) I
+(a majorant: it halved the pile's iterations in the float64 prototype of
+shared/reference/solver_prototype). H is Jacobi-scaled and factored by a block Cholesky on the
+bodies' contact graph (6x6 blocks, minimum-degree order: only the blocks of touching bodies and
+their fill are stored in the world's dense H array and factored); an exact line search (Newton on phi'(alpha) with a bisection safeguard, as Drake's SAP) picks the
+step; then every bound is updated, g_i = mu_i gamma_n,i(v). At the fixed point (zero gradient,
+g = mu gamma_n) the impulses satisfy normal compliance exactly while sliding: the De Saxce
+fixed point of the projected iterations, without hydroplaning.
+
+A world stops when no point of any body moves by more than the tolerance over an iteration
+(the same velocity test as the projected iterations: body_change of the step), or at the cap.
+Immobile bodies keep their velocity (identity rows). Arithmetic is in `real` (float64 on cpu and
+cuda); the state stays float32."""
+
+import functools
+
+import taichi as ti
+
+from ..math3d import skew
+from ..types import ID_A, ID_B, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3
+from .cone import apply_world_impulse, body_change
+
+__all__ = ["newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS"]
+
+MODIFIED_ITERATIONS = 3
+LINE_SEARCH_EVALUATIONS = 20
+LINE_SEARCH_RTOL = 1e-1  # stop the line search when |phi'(alpha)| <= this x |phi'(0)|
+ALPHA_MAX = 1.25
+
+
+@functools.lru_cache(maxsize=None)
+def newton_solver(real):
+    """The Newton solve kernel of the world schedule, with arithmetic in `real` (ti.f64 or
+    ti.f32), made once per type."""
+    rvec3 = ti.types.vector(3, real)
+    rmat3 = ti.types.matrix(3, 3, real)
+    tiny = 1e-300 if real == ti.f64 else 1e-30  # a floor for the Cholesky pivots
+
+    @ti.func
+    def response(u: rvec3, g: real, reg: contact_reg, modified: ti.i32):
+        """(gamma, G): the impulse [N s] and its derivative -d gamma / d u, contact frame."""
+        Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
+        gamma = rvec3(0.0)
+        G = rmat3(0.0)
+        x = vhat - u[2]
+        if x > 0.0:
+            gamma[2] = x / Rn
+            G[2, 2] = 1.0 / Rn
+        slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
+        if slip <= g * Rt:
+            gamma[0] = -u[0] / Rt
+            gamma[1] = -u[1] / Rt
+            G[0, 0] = 1.0 / Rt
+            G[1, 1] = 1.0 / Rt
+        else:
+            k = g / slip
+            gamma[0] = -k * u[0]
+            gamma[1] = -k * u[1]
+            G[0, 0] = k
+            G[1, 1] = k
+            if modified == 0:
+                tx, ty = u[0] / slip, u[1] / slip
+                G[0, 0] -= k * tx * tx
+                G[0, 1] -= k * tx * ty
+                G[1, 0] -= k * tx * ty
+                G[1, 1] -= k * ty * ty
+        return gamma, G
+
+    @ti.func
+    def contact_u(w: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, v: ti.template()) -> rvec3:
+        """u = J v: velocity of b relative to a at the contact, contact frame, from the world's
+        generalized velocities, (v, w) of body a at v[w, pa:pa + 6] and of b at pb."""
+        va = rvec3(v[w, pa], v[w, pa + 1], v[w, pa + 2])
+        wa = rvec3(v[w, pa + 3], v[w, pa + 4], v[w, pa + 5])
+        vb = rvec3(v[w, pb], v[w, pb + 1], v[w, pb + 2])
+        wb = rvec3(v[w, pb + 3], v[w, pb + 4], v[w, pb + 5])
+        return F @ ((vb + wb.cross(rb)) - (va + wa.cross(ra)))
+
+    @ti.func
+    def add_block(H: ti.template(), w: ti.i32, i: ti.i32, j: ti.i32, sign: real, A: rmat3, ri: rvec3, rj: rvec3):
+        """H[6i.., 6j..] += sign [I; [ri]] A [I, -[rj]]: the block J_i^T G J_j of the bodies at
+        block positions i and j of a contact (their Jacobians are -+F [I, -[r]]), with
+        A = F^T G F in the world frame."""
+        Si, Sj = skew(ri), skew(rj)
+        blocks = (A, -A @ Sj, Si @ A, -Si @ A @ Sj)
+        for q in ti.static(range(4)):
+            oi, oj = 6 * i + 3 * (q // 2), 6 * j + 3 * (q % 2)
+            for r, c in ti.static(ti.ndrange(3, 3)):
+                H[w, oi + r, oj + c] += sign * blocks[q][r, c]
+
+    @ti.func
+    def block_update(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32):
+        """H[I, J] -= L[I, K] L[J, K]^T (6x6 blocks at positions; L in H's lower blocks)."""
+        for r, c in ti.ndrange(6, 6):
+            x = ti.cast(0.0, real)
+            for k in ti.static(range(6)):
+                x += H[w, 6 * I + r, 6 * K + k] * H[w, 6 * J + c, 6 * K + k]
+            H[w, 6 * I + r, 6 * J + c] -= x
+
+    @ti.func
+    def factor_and_solve(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
+                         padj: ti.template(), rows: ti.template(), row_len: ti.template()):
+        """dv = -H^-1 grad: Jacobi scaling, then a block Cholesky factorisation in place (lower
+        triangle, 6x6 blocks of the filled pattern only: padj[w, I, K] in positions, and rows[w,
+        I, :row_len[w, I]] the K < I of block row I) and two block triangular solves."""
+        N = 6 * B
+        for i in range(N):
+            scale[w, i] = 1.0 / ti.sqrt(H[w, i, i])
+        for I in range(B):
+            for n in range(row_len[w, I] + 1):
+                K = I if n == row_len[w, I] else rows[w, I, n]
+                for r, c in ti.ndrange(6, 6):
+                    H[w, 6 * I + r, 6 * K + c] *= scale[w, 6 * I + r] * scale[w, 6 * K + c]
+        for J in range(B):
+            for n in range(row_len[w, J]):
+                block_update(H, w, J, J, rows[w, J, n])
+            for j in range(6 * J, 6 * J + 6):  # the diagonal block's own factor
+                d = H[w, j, j]
+                for k in range(6 * J, j):
+                    d -= H[w, j, k] * H[w, j, k]
+                d = ti.sqrt(ti.max(d, tiny))
+                H[w, j, j] = d
+                for i in range(j + 1, 6 * J + 6):
+                    x = H[w, i, j]
+                    for k in range(6 * J, j):
+                        x -= H[w, i, k] * H[w, j, k]
+                    H[w, i, j] = x / d
+            for I in range(J + 1, B):
+                if padj[w, I, J] == 1:
+                    for n in range(row_len[w, I]):
+                        K = rows[w, I, n]
+                        if K < J and padj[w, J, K] == 1:
+                            block_update(H, w, I, J, K)
+                    for r in range(6):  # X L_JJ^T = S, row by row
+                        for jj in range(6):
+                            j = 6 * J + jj
+                            x = H[w, 6 * I + r, j]
+                            for k in range(6 * J, j):
+                                x -= H[w, 6 * I + r, k] * H[w, j, k]
+                            H[w, 6 * I + r, j] = x / H[w, j, j]
+        for I in range(B):  # forward: L y = -D grad
+            for r in range(6):
+                dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
+            for n in range(row_len[w, I]):
+                K = rows[w, I, n]
+                for r in range(6):
+                    x = ti.cast(0.0, real)
+                    for k in ti.static(range(6)):
+                        x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
+                    dv[w, 6 * I + r] -= x
+            for r in range(6):
+                i = 6 * I + r
+                x = dv[w, i]
+                for k in range(6 * I, i):
+                    x -= H[w, i, k] * dv[w, k]
+                dv[w, i] = x / H[w, i, i]
+        for II in range(B):  # backward: L^T x = y, dv = D x
+            I = B - 1 - II
+            for K in range(I + 1, B):
+                if padj[w, K, I] == 1:
+                    for r in range(6):
+                        x = ti.cast(0.0, real)
+                        for k in ti.static(range(6)):
+                            x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
+                        dv[w, 6 * I + r] -= x
+            for rr in range(6):
+                i = 6 * I + 5 - rr
+                x = dv[w, i]
+                for k in range(i + 1, 6 * I + 6):
+                    x -= H[w, k, i] * dv[w, k]
+                dv[w, i] = x / H[w, i, i]
+        for i in range(N):
+            dv[w, i] *= scale[w, i]
+
+    @ti.func
+    def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_ids: ti.template(), body_inv_mass: ti.template(),
+                     wm: ti.i32, newton_adj: ti.template(), newton_pos: ti.template(), newton_deg: ti.template(),
+                     newton_padj: ti.template(), newton_rows: ti.template(), newton_row_len: ti.template()):
+        """Minimum-degree elimination order of the world's bodies on its contact graph (bodies
+        joined by a contact row, both mobile): newton_pos[w, b] = the body's block position.
+        The filled graph (the block pattern of the Cholesky factor) goes to newton_adj (by
+        body), newton_padj (by position) and the row lists newton_rows[w, I, :newton_row_len[w,
+        I]] (positions K < I, ascending). Ties go to the lower body index: deterministic."""
+        for i, j in ti.ndrange(B, B):
+            newton_adj[w, i, j] = 0
+        for c in range(start, end):
+            ids = c_ids[c]
+            a, b = ids[ID_A], ids[ID_B]
+            if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
+                newton_adj[w, a, b] = 1
+                newton_adj[w, b, a] = 1
+        for b in range(B):
+            d = 0
+            for n in range(B):
+                d += newton_adj[w, b, n]
+            newton_deg[w, b] = d
+            newton_pos[w, b] = -1
+        for t in range(B):
+            best = -1
+            for b in range(B):
+                if newton_pos[w, b] < 0:
+                    if best < 0 or newton_deg[w, b] < newton_deg[w, best]:
+                        best = b
+            newton_pos[w, best] = t
+            for i in range(B):  # its remaining neighbours become a clique (the fill)
+                if newton_pos[w, i] < 0 and newton_adj[w, best, i] == 1:
+                    newton_deg[w, i] -= 1
+                    for j in range(i + 1, B):
+                        if newton_pos[w, j] < 0 and newton_adj[w, best, j] == 1 and newton_adj[w, i, j] == 0:
+                            newton_adj[w, i, j] = 1
+                            newton_adj[w, j, i] = 1
+                            newton_deg[w, i] += 1
+                            newton_deg[w, j] += 1
+        for i, j in ti.ndrange(B, B):
+            newton_padj[w, newton_pos[w, i], newton_pos[w, j]] = newton_adj[w, i, j]
+        for I in range(B):
+            n = 0
+            for K in range(I):
+                if newton_padj[w, I, K] == 1:
+                    newton_rows[w, I, n] = K
+                    n += 1
+            newton_row_len[w, I] = n
+
+    @ti.kernel
+    def solve_newton(
+        world_start: nd(dtype=ti.i32, ndim=1),
+        world_status: nd(dtype=ti.i32, ndim=1),
+        c_ids: nd(dtype=ivec4, ndim=1),
+        c_frame: nd(dtype=mat3, ndim=1),
+        c_ra: nd(dtype=vec3, ndim=1),
+        c_rb: nd(dtype=vec3, ndim=1),
+        c_reg: nd(dtype=contact_reg, ndim=1),
+        c_gamma: nd(dtype=vec3, ndim=1),
+        body_vc: nd(dtype=vec3, ndim=2),
+        body_wc: nd(dtype=vec3, ndim=2),
+        body_reach: nd(dtype=float, ndim=1),
+        body_inv_mass: nd(dtype=float, ndim=2),
+        body_inv_inertia_W: nd(dtype=mat3, ndim=2),
+        newton_H: nd(dtype=real, ndim=3),
+        newton_v: nd(dtype=real, ndim=2),
+        newton_vs: nd(dtype=real, ndim=2),
+        newton_grad: nd(dtype=real, ndim=2),
+        newton_dv: nd(dtype=real, ndim=2),
+        newton_scale: nd(dtype=real, ndim=2),
+        newton_adj: nd(dtype=ti.i32, ndim=3),
+        newton_pos: nd(dtype=ti.i32, ndim=2),
+        newton_deg: nd(dtype=ti.i32, ndim=2),
+        newton_padj: nd(dtype=ti.i32, ndim=3),
+        newton_rows: nd(dtype=ti.i32, ndim=3),
+        newton_row_len: nd(dtype=ti.i32, ndim=2),
+        c_bound: nd(dtype=real, ndim=1),
+        c_u: nd(dtype=rvec3, ndim=1),
+        c_jdv: nd(dtype=rvec3, ndim=1),
+        world_iterations: nd(dtype=ti.i32, ndim=1),
+        world_residual: nd(dtype=float, ndim=1),
+        world_contacts: nd(dtype=ti.i32, ndim=1),
+        world_updates: nd(dtype=ti.i32, ndim=1),
+        iterations: ti.i32,
+        tolerance: float,
+    ):
+        """One thread per world. Reads the rows, their warm-start impulses c_gamma and the free
+        velocities body_vc/body_wc; writes the solved velocities there, the impulses of the
+        solution to c_gamma (contact frame), and the world's iterations, last change [m/s],
+        contacts and contact evaluations (world_updates).
+
+        The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
+        gradient, step) and in H, whose 6x6 blocks are stored and factored only where the
+        filled contact graph newton_adj has an edge (and on the diagonal): the factor of a
+        sparse pile costs a small part of a dense one."""
+        B = body_vc.shape[1]
+        for w in range(world_start.shape[0] - 1):
+            start, end = world_start[w], world_start[w + 1]
+            it = 0
+            change = ti.cast(0.0, real)
+            evaluations = 0
+            if world_status[w] == 0:
+                wm = w % body_inv_mass.shape[0]
+                order_bodies(w, start, end, B, c_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg, newton_padj,
+                             newton_rows, newton_row_len)
+                for b in range(B):
+                    p = 6 * newton_pos[w, b]
+                    for k in ti.static(range(3)):
+                        newton_vs[w, p + k] = ti.cast(body_vc[w, b][k], real)
+                        newton_vs[w, p + 3 + k] = ti.cast(body_wc[w, b][k], real)
+                for c in range(start, end):  # v0 = v* + M^-1 J^T gamma0 (the warm start), g0 = mu gamma0_n
+                    ids = c_ids[c]
+                    apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
+                                        body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+                    c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
+                for b in range(B):
+                    p = 6 * newton_pos[w, b]
+                    for k in ti.static(range(3)):
+                        newton_v[w, p + k] = ti.cast(body_vc[w, b][k], real)
+                        newton_v[w, p + 3 + k] = ti.cast(body_wc[w, b][k], real)
+                while it < iterations:
+                    modified = 1 if it < MODIFIED_ITERATIONS else 0
+                    # Gradient and Hessian: M first (identity rows for immobile bodies), then
+                    # the contacts; only the blocks of the factor's pattern are touched.
+                    for I in range(B):
+                        for n in range(newton_row_len[w, I] + 1):
+                            K = I if n == newton_row_len[w, I] else newton_rows[w, I, n]
+                            for r, s in ti.ndrange(6, 6):
+                                newton_H[w, 6 * I + r, 6 * K + s] = 0.0
+                    for b in range(B):
+                        p = 6 * newton_pos[w, b]
+                        inv_m = ti.cast(body_inv_mass[wm, b], real)
+                        if inv_m > 0.0:
+                            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+                            dvl = rvec3(0.0)
+                            dwl = rvec3(0.0)
+                            for k in ti.static(range(3)):
+                                dvl[k] = newton_v[w, p + k] - newton_vs[w, p + k]
+                                dwl[k] = newton_v[w, p + 3 + k] - newton_vs[w, p + 3 + k]
+                            Iw = I_W @ dwl
+                            for k in ti.static(range(3)):
+                                newton_grad[w, p + k] = dvl[k] / inv_m
+                                newton_grad[w, p + 3 + k] = Iw[k]
+                                newton_H[w, p + k, p + k] = 1.0 / inv_m
+                            for r, s in ti.static(ti.ndrange(3, 3)):
+                                newton_H[w, p + 3 + r, p + 3 + s] = I_W[r, s]
+                        else:
+                            for k in ti.static(range(6)):
+                                newton_grad[w, p + k] = 0.0
+                                newton_H[w, p + k, p + k] = 1.0
+                    for c in range(start, end):
+                        ids = c_ids[c]
+                        a, b = ids[ID_A], ids[ID_B]
+                        pa, pb = newton_pos[w, a], newton_pos[w, b]
+                        F = ti.cast(c_frame[c], real)
+                        ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
+                        u = contact_u(w, 6 * pa, 6 * pb, F, ra, rb, newton_v)
+                        gamma, G = response(u, c_bound[c], c_reg[c], modified)
+                        evaluations += 1
+                        f = F.transpose() @ gamma  # on b, world frame; -f on a
+                        A = F.transpose() @ G @ F
+                        for side in ti.static(range(2)):
+                            body = a if side == 0 else b
+                            p = pa if side == 0 else pb
+                            r = ra if side == 0 else rb
+                            sign = -1.0 if side == 0 else 1.0
+                            if body_inv_mass[wm, body] > 0.0:
+                                torque = r.cross(f)
+                                for k in ti.static(range(3)):
+                                    newton_grad[w, 6 * p + k] -= sign * f[k]
+                                    newton_grad[w, 6 * p + 3 + k] -= sign * torque[k]
+                                add_block(newton_H, w, p, p, 1.0, A, r, r)
+                        if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
+                            if pa > pb:
+                                add_block(newton_H, w, pa, pb, -1.0, A, ra, rb)
+                            else:
+                                add_block(newton_H, w, pb, pa, -1.0, A, rb, ra)
+                    factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
+                                     newton_row_len)
+                    # Line search on phi(alpha) = l(v + alpha dv; g).
+                    d0 = ti.cast(0.0, real)
+                    dMd = ti.cast(0.0, real)
+                    dMv = ti.cast(0.0, real)  # dv^T M (v - v*)
+                    for i in range(6 * B):
+                        d0 += newton_grad[w, i] * newton_dv[w, i]
+                    for b in range(B):
+                        p = 6 * newton_pos[w, b]
+                        inv_m = ti.cast(body_inv_mass[wm, b], real)
+                        if inv_m > 0.0:
+                            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+                            dvl = rvec3(newton_dv[w, p], newton_dv[w, p + 1], newton_dv[w, p + 2])
+                            dwl = rvec3(newton_dv[w, p + 3], newton_dv[w, p + 4], newton_dv[w, p + 5])
+                            xv = rvec3(newton_v[w, p] - newton_vs[w, p], newton_v[w, p + 1] - newton_vs[w, p + 1],
+                                       newton_v[w, p + 2] - newton_vs[w, p + 2])
+                            xw = rvec3(newton_v[w, p + 3] - newton_vs[w, p + 3], newton_v[w, p + 4] - newton_vs[w, p + 4],
+                                       newton_v[w, p + 5] - newton_vs[w, p + 5])
+                            Idw = I_W @ dwl
+                            dMd += dvl.dot(dvl) / inv_m + dwl.dot(Idw)
+                            dMv += dvl.dot(xv) / inv_m + Idw.dot(xw)
+                    for c in range(start, end):
+                        ids = c_ids[c]
+                        pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
+                        F = ti.cast(c_frame[c], real)
+                        ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
+                        c_u[c] = contact_u(w, pa, pb, F, ra, rb, newton_v)
+                        c_jdv[c] = contact_u(w, pa, pb, F, ra, rb, newton_dv)
+                    alpha = ti.cast(1.0, real)
+                    if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
+                        alpha = 0.0
+                    else:
+                        lo, hi = ti.cast(0.0, real), ti.cast(ALPHA_MAX, real)
+                        for _ in range(LINE_SEARCH_EVALUATIONS):
+                            d1 = dMv + alpha * dMd
+                            d2 = dMd
+                            for c in range(start, end):
+                                jdv = c_jdv[c]
+                                gamma, G = response(c_u[c] + alpha * jdv, c_bound[c], c_reg[c], 0)
+                                d1 -= gamma.dot(jdv)
+                                d2 += jdv.dot(G @ jdv)
+                            evaluations += end - start
+                            if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
+                                break
+                            if d1 < 0.0:
+                                lo = alpha
+                                if alpha >= ALPHA_MAX:
+                                    break
+                            else:
+                                hi = alpha
+                            nxt = 0.5 * (lo + hi)
+                            if d2 > 0.0:
+                                nxt = alpha - d1 / d2
+                            if not (lo < nxt and nxt < hi):
+                                nxt = 0.5 * (lo + hi)
+                            alpha = nxt
+                    # Step, bounds, stopping test.
+                    change = ti.cast(0.0, real)
+                    for b in range(B):
+                        p = 6 * newton_pos[w, b]
+                        step_v = alpha * rvec3(newton_dv[w, p], newton_dv[w, p + 1], newton_dv[w, p + 2])
+                        step_w = alpha * rvec3(newton_dv[w, p + 3], newton_dv[w, p + 4], newton_dv[w, p + 5])
+                        for k in ti.static(range(3)):
+                            newton_v[w, p + k] += step_v[k]
+                            newton_v[w, p + 3 + k] += step_w[k]
+                        moved = body_change(ti.cast(step_v, float), ti.cast(step_w, float), body_reach[b])
+                        change = ti.max(change, ti.cast(moved, real))
+                    for c in range(start, end):
+                        u = c_u[c] + alpha * c_jdv[c]
+                        reg = c_reg[c]
+                        gamma_n = ti.max(ti.cast(reg[R_VHAT], real) - u[2], 0.0) / ti.cast(reg[R_RN], real)
+                        c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
+                    it += 1
+                    if change <= tolerance:
+                        break
+                # The solution: velocities and the impulses of the regularised law at it.
+                for b in range(B):
+                    p = 6 * newton_pos[w, b]
+                    body_vc[w, b] = ti.cast(rvec3(newton_v[w, p], newton_v[w, p + 1], newton_v[w, p + 2]), float)
+                    body_wc[w, b] = ti.cast(rvec3(newton_v[w, p + 3], newton_v[w, p + 4], newton_v[w, p + 5]), float)
+                for c in range(start, end):
+                    ids = c_ids[c]
+                    F = ti.cast(c_frame[c], real)
+                    u = contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], F, ti.cast(c_ra[c], real),
+                                  ti.cast(c_rb[c], real), newton_v)
+                    gamma, _ = response(u, c_bound[c], c_reg[c], 0)
+                    c_gamma[c] = ti.cast(gamma, float)
+            world_iterations[w] = it
+            world_residual[w] = ti.cast(change, float)
+            world_contacts[w] = end - start
+            world_updates[w] = evaluations
+
+    return solve_newton
