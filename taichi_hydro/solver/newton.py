@@ -41,8 +41,8 @@ __all__ = ["newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS"]
 
 MODIFIED_ITERATIONS = 3
 LINE_SEARCH_EVALUATIONS = 20
-LINE_SEARCH_RTOL = 1e-1  # stop the line search when |phi'(alpha)| <= this x |phi'(0)|
-ALPHA_MAX = 1.25
+LINE_SEARCH_RTOL = 1e-2  # stop the line search when |phi'(alpha)| <= this x |phi'(0)|
+ALPHA_MAX = 16.0
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,79 @@
+"""Run the Newton solve kernel (taichi_hydro.solver.newton) directly on one world's contact
+problem: the dumped problems of shared/reference/solver_prototype, or one built by a test."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+import taichi as ti
+
+import taichi_hydro as th
+from taichi_hydro.backend import current_arch
+from taichi_hydro.plan import kernel_parameters
+from taichi_hydro.solver import SolverData, SolverOptions
+from taichi_hydro.solver.newton import newton_solver
+
+from conftest import REFERENCE
+
+PROTOTYPE = REFERENCE / "solver_prototype"
+
+
+def prototype():
+    """The float64 NumPy prototype (solvers.py) beside the dumped problems; skips without it."""
+    path = PROTOTYPE / "solvers.py"
+    if not path.is_file():
+        pytest.skip(f"solver prototype not found at {path}")
+    spec = importlib.util.spec_from_file_location("solver_prototype", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def problems(name):
+    """The records of `name`_problems.npz with at least one contact."""
+    return [r for r in prototype().load_problems(PROTOTYPE / f"{name}_problems.npz") if r["n"] > 0]
+
+
+def solve(rec, iterations=100, tolerance=1e-6):
+    """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
+    reach, as in the prototype's records) with the package's Newton kernel in one world.
+    Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
+    iterations, contact evaluations)."""
+    n, B = len(rec["ids"]), len(rec["inv_mass"])
+    settings = th.SolverSettings(method="newton", schedule="world", iterations=iterations, tolerance=tolerance)
+    data = SolverData(SolverOptions.resolve(settings, current_arch()), 1, B, n)
+
+    def array(dtype, value):
+        value = np.ascontiguousarray(value)
+        a = ti.ndarray(dtype, value.shape[: value.ndim - (dtype.ndim if hasattr(dtype, "ndim") else 0)])
+        a.from_numpy(value)
+        return a
+
+    vec3, mat3 = ti.types.vector(3, float), ti.types.matrix(3, 3, float)
+    ids = np.asarray(rec["ids"], np.int32).copy()
+    ids[:, 0] = 0  # world 0
+    args = dict(
+        world_start=array(ti.i32, np.array([0, n], np.int32)),
+        world_status=array(ti.i32, np.zeros(1, np.int32)),
+        c_ids=array(ti.types.vector(4, ti.i32), ids),
+        c_frame=array(mat3, np.asarray(rec["frame"], np.float32)),
+        c_ra=array(vec3, np.asarray(rec["ra"], np.float32)),
+        c_rb=array(vec3, np.asarray(rec["rb"], np.float32)),
+        c_reg=array(ti.types.vector(8, float), np.asarray(rec["reg"], np.float32)),
+        c_gamma=array(vec3, np.asarray(rec["gamma0"], np.float32)),
+        body_reach=array(float, np.asarray(rec["reach"], np.float32)),
+        body_inv_mass=array(float, np.asarray(rec["inv_mass"], np.float32)[None]),
+        iterations=iterations,
+        tolerance=tolerance,
+    )
+    data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
+    data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
+    data.body_inv_inertia_W.from_numpy(np.asarray(rec["inv_I"], np.float32)[None])
+    kernel = newton_solver(data.real)
+    own = data.arrays()
+    kernel(*[args[k] if k in args else own[k] for k in kernel_parameters(kernel)])
+    # The float64 iterate, by body (newton_pos orders the blocks).
+    pos = data.newton_pos.to_numpy()[0]
+    x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]
+    return (x.astype(np.float64), args["c_gamma"].to_numpy().astype(np.float64), int(data.world_iterations.to_numpy()[0]),
+            int(data.world_updates.to_numpy()[0]))

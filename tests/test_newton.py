@@ -1,0 +1,151 @@
+"""The Newton solver ([solver] method = "newton", taichi_hydro.solver.newton) on single contact
+problems: the dumped steps of shared/reference/solver_prototype (the float64 prototype is the
+oracle) and one contact with a closed-form solution. Scene-level checks (incline, coin, box
+stack, resting force, determinism) run every method in test_dynamics.py and
+test_deterministic.py."""
+
+import numpy as np
+import pytest
+
+import taichi_hydro as th
+
+from newton_problems import problems, prototype, solve
+
+TOLERANCE = th.SolverSettings().tolerance  # [m/s]
+EPS32 = float(np.finfo(np.float32).eps)
+# Steps of each dumped scene: the first contact, the impact, and spread over the rest.
+STEPS = {"landing": 3, "box": 3, "coin": 3, "pile": 3}
+
+
+def float64(arch):
+    return arch != "vulkan"  # solver.data: float64 arithmetic where the backend has it
+
+
+def spread(records, count):
+    """`count` records spread evenly over the list, the first and the last included."""
+    return [records[int(k)] for k in np.linspace(0, len(records) - 1, count).round()]
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_newton_reaches_the_coulomb_fixed_point_on_dumped_steps(arch, name):
+    """Each problem is one step of world 0 of a scene as the engine assembled it (landing
+    sphere, box stack, coin, pile). Its solution is the fixed point of the regularised
+    Coulomb law: momentum balance with gamma(v) at the bound g = mu gamma_n(v), measured by
+    the prototype's coulomb_residual (the velocity change that the unbalanced impulse would
+    cause, the metric of the stopping test); it does not depend on the method.
+    - float64 (cpu, cuda) at tolerance 1e-12: residual <= 1e-9 m/s and the velocities within
+      1e-8 m/s of the prototype's dense float64 Newton (observed: residual <= 3e-11, 1e-16 to
+      4e-10 m/s apart).
+    - At the default tolerance the step that stops the solve is below the tolerance and the
+      convergence is superlinear, so the error is below the tolerance (observed <= 3.9e-7
+      m/s). In float32 (vulkan) the contact velocities J v are rounded by ~EPS32 |v| per term:
+      the bound adds 16 EPS32 max |v| (observed: 1.5e-6 m/s on the pile)."""
+    P = prototype()
+    for rec in spread(problems(name), STEPS[name]):
+        p = P.Problem(rec)
+        reference = P.newton_mod(p, tol=1e-12, switch=3)[0]
+        x, _, iterations, _ = solve(rec)
+        error = np.abs(x[p.dyn_ids].reshape(-1) - reference).max()
+        bound = TOLERANCE + (0.0 if float64(arch) else 16 * EPS32 * np.abs(reference).max())
+        print(f"{name} step {rec['step']}: {rec['n']} contacts, {iterations} iterations (Gauss-Seidel: {rec['sweeps']} "
+              f"sweeps), |v - v_ref| {error:.1e} m/s")
+        assert error <= bound, f"{name} step {rec['step']}"
+        assert iterations < 100
+        if float64(arch):
+            x, _, iterations, _ = solve(rec, tolerance=1e-12)
+            v = x[p.dyn_ids].reshape(-1)
+            residual = P.coulomb_residual(p, v)
+            print(f"  tolerance 1e-12: {iterations} iterations, residual {residual:.1e} m/s, "
+                  f"|v - v_ref| {np.abs(v - reference).max():.1e} m/s")
+            assert residual <= 1e-9
+            np.testing.assert_allclose(v, reference, rtol=0, atol=1e-8)
+
+
+def test_newton_agrees_with_converged_gauss_seidel(arch):
+    """The landing sphere's impact step (Gauss-Seidel took the 130-sweep cap there): the
+    prototype's projected Gauss-Seidel in float64, run until a sweep changes no body point by
+    more than 1e-12 m/s, is still away from the fixed point by its own Coulomb residual r_gs
+    (the Gauss-Seidel error is of that order, observed 5.5e-7 m/s against a 3.7e-8 m/s
+    difference); Newton must be within 2 r_gs + the tolerance of it."""
+    P = prototype()
+    rec = max(problems("landing"), key=lambda r: r["sweeps"])
+    p = P.Problem(rec)
+    v_gs, _, sweeps = P.pgs(p, tol=1e-12, max_it=20000)
+    r_gs = P.coulomb_residual(p, v_gs)
+    x, _, iterations, _ = solve(rec, tolerance=1e-12 if float64(arch) else TOLERANCE)
+    difference = np.abs(x[p.dyn_ids].reshape(-1) - v_gs).max()
+    print(f"landing step {rec['step']}: Gauss-Seidel {sweeps} sweeps (residual {r_gs:.1e}), Newton {iterations} "
+          f"iterations, |v - v_gs| {difference:.1e} m/s")
+    assert difference <= 2 * r_gs + TOLERANCE
+
+
+# One sphere-like body (mass M_BODY, contact point at its centre of mass, so only its linear
+# velocity is involved) on the static ground, contact frame = world frame (t1 = x, t2 = y,
+# n = z): the law decouples into the closed forms below.
+M_BODY, R_N, R_T, V_HAT, MU = 0.5, 1e-4, 1e-3, 0.01, 0.5
+
+
+def f32(x):
+    """The float64 value of x rounded to float32, as the engine stores it."""
+    return np.asarray(x, np.float32).astype(np.float64)
+
+
+def one_contact(v_star, gamma0, mu=MU):
+    reg = np.array([R_T, R_N, V_HAT, 1.0, 1.0, mu, 1.0, 1.0])  # s_t, s_n unused by Newton
+    return {
+        "ids": np.array([[0, 0, 1, 0]]), "frame": np.eye(3)[None], "ra": np.zeros((1, 3)), "rb": np.zeros((1, 3)),
+        "reg": reg[None], "gamma0": np.asarray(gamma0, float)[None],
+        "vc": np.array([[0.0, 0.0, 0.0], v_star]), "wc": np.zeros((2, 3)), "inv_mass": np.array([0.0, 1.0 / M_BODY]),
+        "inv_I": np.array([np.zeros((3, 3)), 100.0 * np.eye(3)]), "reach": np.array([0.0, 0.05]),
+    }
+
+
+def closed_form(v_star, mu=MU):
+    """The regularised law for one contact at the centre of mass: normal
+    v_n = (M v*_n + vhat / R_n) / (M + 1 / R_n) (pressed: vhat > v_n), gamma_n = M (v_n - v*_n);
+    tangent with bound g = mu gamma_n: stick v_t = M v*_t / (M + 1 / R_t) while |v_t| <= g R_t,
+    else slide v_t = v*_t - (g / M) v*_t / |v*_t|."""
+    v_star, m = f32(v_star), 1.0 / f32(1.0 / M_BODY)  # the inputs as the kernel sees them
+    Rn, Rt, vhat, mu = f32(R_N), f32(R_T), f32(V_HAT), f32(mu)
+    vn = (m * v_star[2] + vhat / Rn) / (m + 1.0 / Rn)
+    g = mu * m * (vn - v_star[2])
+    vt = m * v_star[:2] / (m + 1.0 / Rt)
+    stick = np.linalg.norm(vt) <= g * Rt
+    if not stick:
+        vt = v_star[:2] * (1.0 - g / m / np.linalg.norm(v_star[:2]))
+    return np.array([vt[0], vt[1], vn]), bool(stick), m * (vn - v_star[2])
+
+
+@pytest.mark.parametrize("case, v_star, warm, most", [
+    ("frictionless, cold", (0.3, 0.1, -0.2), False, 2),
+    ("stick, warm normal", (0.06, 0.02, -0.2), True, 2),
+    ("slide, warm normal", (0.3, 0.1, -0.2), True, 2),
+    ("stick, cold", (0.06, 0.02, -0.2), False, 3),
+    ("slide, cold", (0.3, 0.1, -0.2), False, 3),
+])
+def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
+    """One contact at the default tolerance: Newton's step is exact on the quadratic pieces
+    and the exact line search finds the minimum along a slide direction, so with the right
+    bound (the warm start's normal impulse; or no friction) the first iteration solves the
+    law and the second sees a change below the tolerance; from a cold start the first bound
+    is mu x 0: one iteration more. The error is below the tolerance (observed: 0 to 5e-14 m/s,
+    and 8.1e-7 m/s for the warm slide, see below). Run on to tolerance 1e-12 the velocities match the
+    closed form of the float32 inputs to 1e-12 m/s in float64 (read from the float64
+    iterate); in float32, to 4 EPS32 |v*|. The slide's normal and tangent parts share one
+    step length, and the bound amplifies a normal error by mu / (M R_n) = 1e4: the warm slide
+    converges linearly once its normal part is solved (observed: 6 iterations to 1e-12)."""
+    mu = 0.0 if case.startswith("frictionless") else MU
+    expected, stick, gamma_n = closed_form(v_star, mu)
+    assert stick == case.startswith("stick")
+    problem = one_contact(v_star, [0.0, 0.0, gamma_n if warm else 0.0], mu)
+    x, gamma, iterations, _ = solve(problem)
+    print(f"{case}: {iterations} iterations, |v - v_exact| {np.abs(x[1, :3] - expected).max():.1e} m/s")
+    assert iterations <= most
+    np.testing.assert_allclose(x[1, :3], expected, rtol=0, atol=TOLERANCE)
+    x, gamma, iterations, _ = solve(problem, tolerance=1e-12)
+    print(f"  tolerance 1e-12: {iterations} iterations, |v - v_exact| {np.abs(x[1, :3] - expected).max():.1e} m/s")
+    atol = 1e-12 if float64(arch) else 4 * EPS32 * np.abs(v_star).max()
+    np.testing.assert_allclose(x[1, :3], expected, rtol=0, atol=atol)
+    np.testing.assert_allclose(x[1, 3:], 0.0, atol=atol)
+    np.testing.assert_allclose(gamma[0, 2], gamma_n, rtol=1e-6 if float64(arch) else 1e-4)
+    assert iterations <= 10
