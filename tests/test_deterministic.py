@@ -54,8 +54,9 @@ SOLVERS = {
     "world": {"schedule": "world"},
     "contact": {"schedule": "contact", "method": "jacobi", "iterations": 12},
     "contact-accelerated": {"schedule": "contact", "method": "accelerated", "iterations": 12},
+    "newton": {"schedule": "world", "method": "newton"},
 }
-STEPS = {"world": 60, "contact": 45, "contact-accelerated": 45}
+STEPS = {"world": 60, "contact": 45, "contact-accelerated": 45, "newton": 60}
 
 
 @pytest.mark.parametrize("schedule", sorted(SOLVERS))

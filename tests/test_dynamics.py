@@ -63,11 +63,12 @@ def test_torque_free_rotation_conserves_angular_momentum(arch):
     assert E1 <= E0 * (1 + 1e-4)
 
 
-def test_resting_box_carries_its_weight(arch):
+@pytest.mark.parametrize("method", ["auto", "newton"])
+def test_resting_box_carries_its_weight(arch, method):
     """A box at rest on the floor: the solved contact force equals m g (to the solver tolerance
     times m / dt) and the box does not drift."""
     dt = 1e-3
-    sim = th.Simulator(scene([ground(), box(position=(0, 0, 0.04))], dt=dt, solver={"iterations": 300}))
+    sim = th.Simulator(scene([ground(), box(position=(0, 0, 0.04))], dt=dt, solver={"iterations": 300, "method": method}))
     sim.step(200)
     p0 = sim.get_state()["position"][0, 1]
     sim.step(300)
@@ -81,19 +82,24 @@ def test_resting_box_carries_its_weight(arch):
 
 
 def incline_scene(angle, mu, dt=1e-3, schedule="auto"):
+    """A box on a plane tilted by `angle` [deg] about y. schedule: "auto", "world", "contact",
+    or "newton" (the world schedule with method newton)."""
+    method = "auto"
+    if schedule == "newton":
+        schedule, method = "world", "newton"
     a = math.radians(angle)
     q = [math.cos(a / 2), 0.0, math.sin(a / 2), 0.0]
     n = np.array([math.sin(a), 0.0, math.cos(a)])
     plane = {"name": "incline", "type": "static", "orientation": q, "shape": {"type": "halfspace"}, "contact": {"friction": mu}}
     return scene([plane, box(position=(0.04 * n).tolist(), orientation=q, friction=mu)], dt=dt,
-                 solver={"iterations": 200, "schedule": schedule})
+                 solver={"iterations": 200, "schedule": schedule, "method": method})
 
 
-# The incline tests also run the contact schedule (the GPU default: accelerated Jacobi) on the
-# CPU backend. Not on lavapipe: 200 sweeps of two launches for each of 300-500 steps are past its
+# The incline tests also run Newton, and the contact schedule (the GPU default: accelerated
+# Jacobi) on the CPU backend. Not on lavapipe: 200 sweeps of two launches for each of 300-500 steps are past its
 # launch budget (tests/conftest.py); the schedules are compared on Vulkan in
 # test_simulation.py::test_world_and_contact_schedules_agree.
-SCHEDULES = ["auto", pytest.param("contact", marks=pytest.mark.launches(230_000))]
+SCHEDULES = ["auto", pytest.param("contact", marks=pytest.mark.launches(230_000)), "newton"]
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -132,10 +138,10 @@ def test_incline_slides_with_coulomb_acceleration(arch, schedule):
 COIN_R = 0.01213
 
 
-def coin_scene(mode="coulomb", resolution=0.0005, dt=1e-3, tolerance=1e-7):
+def coin_scene(mode="coulomb", resolution=0.0005, dt=1e-3, tolerance=1e-7, method="auto"):
     data = {
         "sim": {"dt": dt},
-        "solver": {"mode": mode, "tolerance": tolerance, "iterations": 300},
+        "solver": {"mode": mode, "tolerance": tolerance, "iterations": 300, "method": method},
         "body": [
             ground(friction=0.2),
             {"name": "coin", "mass": 0.00567, "position": [0, 0, 0.000875],
@@ -171,18 +177,26 @@ def spin_coin(sim, eps0, speed):
     return last, rise
 
 
+# eps* of the Gauss-Seidel solve (tolerance 1e-7 m/s) for eps0 = 0.3, 1, 3, 10 on cpu.
+COIN_EPS_GAUSS_SEIDEL = [0.6426, 0.6430, 0.6437, 0.6471]
+
+
 @pytest.mark.launches(24_000)
-def test_coin_reaches_farkas_ratio_without_hopping(arch):
+@pytest.mark.parametrize("method", ["auto", "newton"])
+def test_coin_reaches_farkas_ratio_without_hopping(arch, method):
     """Masterjohn 2022 §V-A: eps = v / (w R) just before the coin stops is 0.653 (Farkas 2003)
     for any eps0; the paper finds 0.644 on its 152-sided mesh. We start from eps0 = 0.3 ... 10
     (four worlds, one batch) at a speed 1000 x the stopping threshold mu g dt, so the slow
     approach to the attractor has room; the coin must stay on the ground (Coulomb-exact: no
-    separating velocity while sliding)."""
+    separating velocity while sliding). Newton solves the same law: its eps* must agree with
+    Gauss-Seidel's to 0.005 (the spread of eps* over eps0 is 0.0045)."""
     eps0 = [0.3, 1.0, 3.0, 10.0]
-    sim = th.Simulator(coin_scene(), worlds=len(eps0))
+    sim = th.Simulator(coin_scene(method=method), worlds=len(eps0))
     eps, rise = spin_coin(sim, eps0, speed=2.0)
-    print(f"coin eps* for eps0 {eps0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
+    print(f"coin ({method}) eps* for eps0 {eps0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
     np.testing.assert_allclose(eps, 0.653, rtol=0.02)
+    if method == "newton":
+        np.testing.assert_allclose(eps, COIN_EPS_GAUSS_SEIDEL, atol=0.005)
     # Never leaves the ground: the height changes only by the near-rigid compliance, g dt^2.
     assert rise.max() < G * sim.dt**2
 
@@ -251,8 +265,9 @@ def test_first_order_convergence_in_time_step(arch):
     assert np.all(orders > 0.8)
 
 
+@pytest.mark.parametrize("method", ["auto", "newton"])
 @pytest.mark.parametrize("modulus", [1e8, 1e9])
-def test_box_stack_stays_with_margin(arch, modulus):
+def test_box_stack_stays_with_margin(arch, modulus, method):
     """Drake's margin case: two boxes 0.2 x 0.15 x 0.08 m, 0.2 kg, dropped 1 mm at dt = 10 ms.
     With margin 1e-4 m the stack stays for 3 s: the upper box within 1 cm of its place and
     level within 1 degree."""
@@ -266,7 +281,7 @@ def test_box_stack_stays_with_margin(arch, modulus):
         else:
             body["contact"] = {"friction": 0.5}
         bodies.append(body)
-    sim = th.Simulator(scene(bodies, dt=0.01))
+    sim = th.Simulator(scene(bodies, dt=0.01, solver={"method": method}))
     sim.step(300)
     s = sim.get_state()
     upper = s["position"][0, 2]
@@ -309,7 +324,10 @@ def test_solver_methods_agree(arch):
     sweep) leaves an error of the order of the tolerance: Gauss-Seidel at the default 1e-6 m/s
     must be within 10x of it (observed: 1.0e-6 m/s after 25 sweeps). The momentum must pay:
     after 100 sweeps accelerated Jacobi is at least 10x closer to the converged velocities
-    than plain Jacobi (observed: 1.6e-7 against 1.6e-4 m/s)."""
+    than plain Jacobi (observed: 1.6e-7 against 1.6e-4 m/s). Newton solves the same problem:
+    run to a zero step (100 iterations at most) within 1e-6 m/s, and at the default tolerance
+    within the tolerance, stopping by the test (observed: 2.1e-10 m/s after 11 and after 8
+    iterations; from the cold start the friction bound is zero in the first iteration)."""
     settle = th.Simulator(incline_scene(20.0, 0.5))
     settle.step(100)
     state = settle.get_state()
@@ -326,15 +344,19 @@ def test_solver_methods_agree(arch):
 
     vg, wg, _, cg = one_step("gauss_seidel", 20000, 0.0)
     out = {"jacobi": one_step("jacobi", 5000, 0.0), "accelerated": one_step("accelerated", 5000, 1e-7),
-           "gauss_seidel": one_step("gauss_seidel", 5000, TOLERANCE)}
+           "gauss_seidel": one_step("gauss_seidel", 5000, TOLERANCE), "newton": one_step("newton", 100, 0.0)}
     print("incline:", {m: f"{o[3]} contacts, {o[2]} sweeps, |dv| {np.abs(o[0] - vg).max():.2e} m/s" for m, o in out.items()})
     assert cg > 10
-    for method in ("jacobi", "accelerated"):
+    for method in ("jacobi", "accelerated", "newton"):
         v, w, _, c = out[method]
         assert c == cg
         np.testing.assert_allclose(v, vg, atol=1e-6, err_msg=method)
         np.testing.assert_allclose(w, wg, atol=1e-6 / 0.1, err_msg=method)
     assert out["accelerated"][2] < 5000
+    v, w, it, _ = one_step("newton", 100, TOLERANCE)
+    print(f"newton at the default tolerance: {it} iterations, |dv| {np.abs(v - vg).max():.2e} m/s")
+    assert it < 100
+    np.testing.assert_allclose(v, vg, atol=TOLERANCE)
     v, w, it, _ = out["gauss_seidel"]
     assert it < 5000
     np.testing.assert_allclose(v, vg, atol=10 * TOLERANCE)

@@ -43,6 +43,9 @@ MODIFIED_ITERATIONS = 3
 LINE_SEARCH_EVALUATIONS = 20
 LINE_SEARCH_RTOL = 1e-2  # stop the line search when |phi'(alpha)| <= this x |phi'(0)|
 ALPHA_MAX = 16.0
+"""The longest step of the line search, in units of the Newton step: the isotropic slip
+curvature of the first iterations overestimates the cost's curvature along the slip, so the
+best step can be several Newton steps long."""
 
 
 @functools.lru_cache(maxsize=None)
