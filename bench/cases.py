@@ -119,19 +119,25 @@ def pile(per_side: int) -> th.Scene:
 
 @dataclass(frozen=True)
 class DynamicsCase:
-    """A time-stepping benchmark: `steps` steps from the scene's initial state (the same
-    simulated interval for us and for Drake), swept over world counts."""
+    """A time-stepping benchmark: `steps` steps from the scene's initial state, or after
+    `settle` untimed steps (the contact-rich regime: a settled pile, a held stack), the same
+    simulated interval for us and for Drake, swept over world counts."""
 
     name: str
     scene: Callable[[], th.Scene]
     steps: int
     worlds: tuple[int, ...]
+    settle: int = 0
 
 
 DYNAMICS_CASES = [
     DynamicsCase("box_stack", lambda: th.load_scene(SCENES / "box_stack.toml"), 50, (1, 8, 64, 512)),
     DynamicsCase("coin", lambda: th.load_scene(SCENES / "coin.toml"), 300, (1, 8, 64)),
     *(DynamicsCase(f"pile_{n ** 3}", lambda n=n: pile(n), 150, (1, 8, 64) if n <= 3 else (1,)) for n in (1, 2, 3, 4, 6)),
+    # The pile after 1.5 s (settled: every sphere resting on others), timed over the next 0.5 s;
+    # the box stack held for 1 s, timed over the next 2 s.
+    DynamicsCase("pile_27_settled", lambda: pile(3), 250, (1, 64), settle=750),
+    DynamicsCase("box_stack_held", lambda: th.load_scene(SCENES / "box_stack.toml"), 200, (1, 64), settle=100),
 ]
 
 

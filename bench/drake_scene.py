@@ -406,16 +406,19 @@ def _refuse_moving_kinematic(scene: Scene) -> None:
             )
 
 
-def simulate(ds: DrakeScene, steps: int) -> float:
-    """Advance a Drake Simulator from the scene's initial state by steps * time_step [s] of
-    simulated time; returns the wall time of AdvanceTo [s] (construction and initialisation
-    excluded). Works on a copy of the context, so it can be called repeatedly."""
+def simulate(ds: DrakeScene, steps: int, settle: int = 0) -> float:
+    """Advance a Drake Simulator from the scene's initial state by (settle + steps) *
+    time_step [s] of simulated time; returns the wall time of the last `steps` steps [s]
+    (construction, initialisation and the settling excluded). Works on a copy of the
+    context, so it can be called repeatedly."""
     if ds.time_step <= 0.0:
         raise ValueError("simulate needs a discrete plant: build(scene, time_step > 0, ...)")
     _refuse_moving_kinematic(ds.scene)
     context = ds.context.Clone()
     simulator = Simulator(ds.diagram, context)
     simulator.Initialize()
+    if settle:
+        simulator.AdvanceTo(context.get_time() + settle * ds.time_step)
     start = time.perf_counter()
     simulator.AdvanceTo(context.get_time() + steps * ds.time_step)
     return time.perf_counter() - start

@@ -82,11 +82,14 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     The first run (compilation or cache load, pool growth) is timed apart as compile_s; the
-    simulator is then reset and the same interval timed again. Stage times come from
-    profile_stages() over 20 further steps (one launch at a time with a sync after each, so
-    they add up to more than a step takes in the timed run). schedule overrides the scene's
-    solver schedule ("world" or "contact"; default: the backend's), method its method
-    ("jacobi", "accelerated", "gauss_seidel"; default: the schedule's). deterministic: time each
+    simulator is then reset (or, for a case with settle steps, set back to the state after
+    them) and the same interval timed again. iterations_mean_p95_max: the solver iterations
+    per world-step over the same interval, stepped again one step at a time (untimed). Stage
+    times come from profile_stages() over 20 further steps (one launch at a time with a sync
+    after each, so they add up to more than a step takes in the timed run). schedule
+    overrides the scene's solver schedule ("world" or "contact"; default: the backend's),
+    method its method ("jacobi", "accelerated", "gauss_seidel", "newton"; default: the
+    schedule's). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     import dataclasses
 
@@ -109,17 +112,31 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             scene = dataclasses.replace(scene, solver=solver)
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
-            sim.step(steps)
-            sim.world_status()
-            first = time.perf_counter() - t0
+            if case.settle:  # the first step compiles; the settled state starts each timed run
+                sim.step(1)
+                sim.world_status()
+                first = time.perf_counter() - t0
+                sim.step(case.settle - 1)
+                start = sim.get_state()
+                sim.step(steps)
+            else:
+                sim.step(steps)
+                sim.world_status()
+                first = time.perf_counter() - t0
             growths_first = sim.collision.growths
-            sim.reset()
+            if case.settle:
+                sim.set_state(**start)
+            else:
+                sim.reset()
             sim.world_status()
             t0 = time.perf_counter()
             sim.step(steps)
             diverged = int(np.count_nonzero(sim.world_status()))
             wall = time.perf_counter() - t0
+            if case.settle:
+                first -= wall / steps  # the first step's compile time
             totals = sim.step_totals()
+            iterations = _iterations_per_step(sim, min(steps, 20) if quick else steps, case.settle and start)
             stages = sim.profile_stages(5 if quick else 20)
             row = {
                 "suite": "dynamics",
@@ -136,6 +153,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "polygons_per_world_step": totals["polygons"] / (worlds * steps),
                 "contacts_per_world_step": totals["contacts"] / (worlds * steps),
                 "iterations_per_world_step": totals["iterations"] / (worlds * steps),
+                "iterations_mean_p95_max": iterations,
+                "settle_steps": case.settle,
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
                 "diverged_worlds": diverged,
                 "pool_overflows": {"first_run": growths_first, "timed_run": sim.collision.growths - growths_first},
@@ -147,12 +166,27 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             print(json.dumps(row), flush=True)
 
 
+def _iterations_per_step(sim, steps: int, start: dict | None) -> list[float]:
+    """[mean, p95, max] of the solver iterations per world-step over `steps` steps from the
+    timed run's start (`start`, or the scene's initial state), one step at a time (untimed)."""
+    if start:
+        sim.set_state(**start)
+    else:
+        sim.reset()
+    counts = []
+    for _ in range(steps):
+        sim.step(1)
+        counts.append(sim.solver_stats()["iterations"].copy())
+    counts = np.concatenate(counts)
+    return [float(counts.mean()), float(np.percentile(counts, 95)), int(counts.max())]
+
+
 def _drake_steps_wall(name: str, approximation: str, steps: int) -> float:
     """Wall time [s] of `steps` Drake steps of a dynamics case (run in a worker process)."""
     from .drake_scene import build, simulate
 
     scene = registry.find_dynamics(name).scene()
-    return simulate(build(scene, time_step=scene.dt, approximation=approximation), steps)
+    return simulate(build(scene, time_step=scene.dt, approximation=approximation), steps, settle=registry.find_dynamics(name).settle)
 
 
 def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[dict]:

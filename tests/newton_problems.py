@@ -74,8 +74,14 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False):
     own = data.arrays()
     call = [args[k] if k in args else own[k] for k in kernel_parameters(kernel)]
     kernel(*call)
-    if timed:
-        return lambda: kernel(*call)
+    if timed:  # the same solve again: from the dumped warm start and free velocities
+        def again():
+            args["c_gamma"].from_numpy(np.asarray(rec["gamma0"], np.float32))
+            data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
+            data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
+            kernel(*call)
+            return int(data.world_iterations.to_numpy()[0]), int(data.world_updates.to_numpy()[0])
+        return again
     # The float64 iterate, by body (newton_pos orders the blocks).
     pos = data.newton_pos.to_numpy()[0]
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]

@@ -312,6 +312,10 @@ def newton_solver(real):
                     for k in ti.static(range(3)):
                         newton_v[w, p + k] = ti.cast(body_vc[w, b][k], real)
                         newton_v[w, p + 3 + k] = ti.cast(body_wc[w, b][k], real)
+                for c in range(start, end):  # u = J v, then kept up to date with each step
+                    ids = c_ids[c]
+                    c_u[c] = contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
+                                       ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
                 while it < iterations:
                     modified = 1 if it < MODIFIED_ITERATIONS else 0
                     # Gradient and Hessian: M first (identity rows for immobile bodies), then
@@ -348,8 +352,7 @@ def newton_solver(real):
                         pa, pb = newton_pos[w, a], newton_pos[w, b]
                         F = ti.cast(c_frame[c], real)
                         ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                        u = contact_u(w, 6 * pa, 6 * pb, F, ra, rb, newton_v)
-                        gamma, G = response(u, c_bound[c], c_reg[c], modified)
+                        gamma, G = response(c_u[c], c_bound[c], c_reg[c], modified)
                         evaluations += 1
                         f = F.transpose() @ gamma  # on b, world frame; -f on a
                         A = F.transpose() @ G @ F
@@ -396,7 +399,6 @@ def newton_solver(real):
                         pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
                         F = ti.cast(c_frame[c], real)
                         ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                        c_u[c] = contact_u(w, pa, pb, F, ra, rb, newton_v)
                         c_jdv[c] = contact_u(w, pa, pb, F, ra, rb, newton_dv)
                     alpha = ti.cast(1.0, real)
                     if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
@@ -439,6 +441,7 @@ def newton_solver(real):
                         change = ti.max(change, ti.cast(moved, real))
                     for c in range(start, end):
                         u = c_u[c] + alpha * c_jdv[c]
+                        c_u[c] = u
                         reg = c_reg[c]
                         gamma_n = ti.max(ti.cast(reg[R_VHAT], real) - u[2], 0.0) / ti.cast(reg[R_RN], real)
                         c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
@@ -451,11 +454,7 @@ def newton_solver(real):
                     body_vc[w, b] = ti.cast(rvec3(newton_v[w, p], newton_v[w, p + 1], newton_v[w, p + 2]), float)
                     body_wc[w, b] = ti.cast(rvec3(newton_v[w, p + 3], newton_v[w, p + 4], newton_v[w, p + 5]), float)
                 for c in range(start, end):
-                    ids = c_ids[c]
-                    F = ti.cast(c_frame[c], real)
-                    u = contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], F, ti.cast(c_ra[c], real),
-                                  ti.cast(c_rb[c], real), newton_v)
-                    gamma, _ = response(u, c_bound[c], c_reg[c], 0)
+                    gamma, _ = response(c_u[c], c_bound[c], c_reg[c], 0)
                     c_gamma[c] = ti.cast(gamma, float)
             world_iterations[w] = it
             world_residual[w] = ti.cast(change, float)
