@@ -22,7 +22,7 @@ from .params import WorldParams
 from .plan import Plan, ndarray_dtype
 from .scan import scan_add, scan_blocks, scan_sums
 from .scene import Scene
-from .solver import SolverData, SolverOptions, add_solve
+from .solver import BilateralRows, SolverData, SolverOptions, add_solve
 from .state import Control, State
 from .stats import track_counts
 from .types import COUNTER_SLOTS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS
@@ -36,8 +36,9 @@ class Simulator(WorldAccess):
     Containers (each allocates and documents its own arrays): model (static, model.Model, with
     the host description model.host), state and control (state.State, state.Control), params
     (per-world parameters, params.WorldParams), collision (pools, collision.Collision), rows
-    (contact.ContactRows), warm (contact.WarmStartTable), solver (solver.SolverData). Every
-    kernel argument is bound by name from them (plan.Plan).
+    (contact.ContactRows), warm (contact.WarmStartTable), solver (solver.SolverData),
+    bilateral (solver.BilateralRows: joint rows for the Newton solver; none yet). Every kernel
+    argument is bound by name from them (plan.Plan).
 
     State per world (shape (worlds, bodies, ...)), world frame, for the body frame origin as
     the scene places it: position [m], orientation (w, x, y, z), velocity [m/s], angular
@@ -73,6 +74,7 @@ class Simulator(WorldAccess):
         self.rows = ContactRows(W, B, P, self.collision.pool.capacity)
         self.warm = WarmStartTable(W, P, self.collision.pool.capacity)
         self.solver = SolverData(self.options, W, B, self.collision.pool.capacity)
+        self.bilateral = BilateralRows(W, B)  # none yet: joint rows (Newton only)
         self.max_counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.stat_sums = ti.ndarray(float, 8)
         self._saved_state = {k: ti.ndarray(ndarray_dtype(v), v.shape) for k, v in self.state.arrays().items()}
@@ -106,7 +108,7 @@ class Simulator(WorldAccess):
         out: dict = {}
         o = self.options
         parts = (self.model.arrays(), self.state.arrays(), self.control.arrays(), self.params.arrays(), self.collision.arrays(),
-                 self.rows.arrays(), self.warm.arrays(), self.solver.arrays(),
+                 self.rows.arrays(), self.warm.arrays(), self.solver.arrays(), self.bilateral.arrays(),
                  {"max_counts": self.max_counts, "stat_sums": self.stat_sums},
                  {"dt": float(self.dt), "iterations": int(o.iterations), "tolerance": float(o.tolerance),
                   "relaxation": float(o.relaxation), "beta": float(o.beta), "sigma": float(o.sigma)})

@@ -10,7 +10,7 @@ import taichi as ti
 import taichi_hydro as th
 from taichi_hydro.backend import current_arch
 from taichi_hydro.plan import kernel_parameters
-from taichi_hydro.solver import SolverData, SolverOptions
+from taichi_hydro.solver import BilateralRows, SolverData, SolverOptions
 from taichi_hydro.solver.newton import newton_solver
 
 from conftest import REFERENCE
@@ -34,15 +34,20 @@ def problems(name):
     return [r for r in prototype().load_problems(PROTOTYPE / f"{name}_problems.npz") if r["n"] > 0]
 
 
-def solve(rec, iterations=100, tolerance=1e-6, timed=False):
+def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
     """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
     iterations, contact evaluations); timed: a function that runs the kernel again on the same
-    arrays instead (for timing)."""
+    arrays instead (for timing). bilateral: keyword arguments of BilateralRows.set (world 0),
+    whose solved impulses come back as rec["b_gamma"]."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
+    given = rec
+    if n == 0:  # no contact rows: one zero row that no world owns
+        rec = {**rec, "ids": np.zeros((1, 4), np.int32), "frame": np.eye(3)[None], "ra": np.zeros((1, 3)), "rb": np.zeros((1, 3)),
+               "reg": np.ones((1, 8)), "gamma0": np.zeros((1, 3))}
     settings = th.SolverSettings(method="newton", schedule="world", iterations=iterations, tolerance=tolerance)
-    data = SolverData(SolverOptions.resolve(settings, current_arch()), 1, B, n)
+    data = SolverData(SolverOptions.resolve(settings, current_arch()), 1, B, max(n, 1))
 
     def array(dtype, value):
         value = np.ascontiguousarray(value)
@@ -67,6 +72,10 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False):
         iterations=iterations,
         tolerance=tolerance,
     )
+    rows = BilateralRows(1, B)
+    if bilateral:
+        rows.set(world=np.zeros(len(bilateral["body_a"]), int), **bilateral)
+    args.update(rows.arrays())
     data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
     data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
     data.body_inv_inertia_W.from_numpy(np.asarray(rec["inv_I"], np.float32)[None])
@@ -82,6 +91,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False):
             kernel(*call)
             return int(data.world_iterations.to_numpy()[0]), int(data.world_updates.to_numpy()[0])
         return again
+    given["b_gamma"] = rows.b_gamma.to_numpy()
     # The float64 iterate, by body (newton_pos orders the blocks).
     pos = data.newton_pos.to_numpy()[0]
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]

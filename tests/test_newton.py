@@ -158,3 +158,49 @@ def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
     np.testing.assert_allclose(x[1, 3:], 0.0, atol=1e-12)
     np.testing.assert_allclose(gamma[0, 2], gamma_n, rtol=1e-6)
     assert iterations <= 10
+
+
+@pytest.mark.parametrize("compliance", [1e-3, 1e-8])
+def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
+    """One bilateral row (solver.bilateral) pins a point of a free body (r = (0.1, 0, 0.05) m
+    from its centre of mass) to the static world with compliance R per direction and a drift
+    correction bias b: the cost is quadratic, so the solution is the closed form
+    (M + J^T J / R) x = M x* + J^T b / R, J = [I, -[r]] (the point's velocity v + w x r), reached
+    in one Newton iteration (a second sees a change below the tolerance). Float64: within
+    10 x the system's condition (1e9 for the stiff pin) x EPS64 x |x| (observed: 2.5e-14 and
+    9.1e-9 m/s), and the pinned point moves at b - R gamma. Float32 (vulkan): within the
+    tolerance plus the condition x EPS32 x |x|, for the soft pin only (the stiff pin's
+    condition is past float32)."""
+    if not float64(arch) and compliance < 1e-6:
+        pytest.skip("a pin of condition 2e8 needs float64 (cpu, cuda)")
+    r = np.array([0.1, 0.0, 0.05])
+    bias = np.array([0.01, -0.02, 0.0])
+    inv_I = np.diag([100.0, 50.0, 25.0])
+    v_star, w_star = np.array([0.3, -0.1, -0.2]), np.array([1.0, 2.0, -0.5])
+    rec = {"ids": np.zeros((0, 4), np.int32), "inv_mass": np.array([0.0, 1.0 / M_BODY]), "inv_I": np.array([np.zeros((3, 3)), inv_I]),
+           "vc": np.array([[0.0, 0.0, 0.0], v_star]), "wc": np.array([[0.0, 0.0, 0.0], w_star]), "reach": np.array([0.0, 0.12])}
+    pin = {"body_a": [0], "body_b": [1], "r_a": [r], "r_b": [r], "compliance": [compliance], "bias": [bias]}
+    x, _, iterations, _ = solve(rec, bilateral=pin)
+    # The closed form from the float32 inputs.
+    r32, b32, R32 = f32(r), f32(bias), f32(compliance)
+    M = np.zeros((6, 6))
+    M[:3, :3] = np.eye(3) / f32(1.0 / M_BODY)
+    M[3:, 3:] = np.linalg.inv(f32(inv_I))
+    S = np.array([[0.0, -r32[2], r32[1]], [r32[2], 0.0, -r32[0]], [-r32[1], r32[0], 0.0]])
+    J = np.hstack([np.eye(3), -S])
+    x_star = np.concatenate([f32(v_star), f32(w_star)])
+    K = M + J.T @ J / R32
+    expected = np.linalg.solve(K, M @ x_star + J.T @ b32 / R32)
+    bound = np.linalg.cond(K) * np.abs(expected).max() * (10 * np.finfo(np.float64).eps if float64(arch) else EPS32)
+    gamma = rec["b_gamma"][0].astype(np.float64)
+    u = J @ x[1]
+    print(f"R {compliance}: {iterations} iterations, |x - x_exact| {np.abs(x[1] - expected).max():.1e}, pin velocity {u}, "
+          f"impulse {gamma}")
+    assert iterations <= 2
+    if float64(arch):
+        np.testing.assert_allclose(x[1], expected, rtol=0, atol=bound)
+        np.testing.assert_allclose(u, b32 - R32 * gamma, rtol=0, atol=1e-10)  # gamma = -(u - b) / R
+    else:
+        np.testing.assert_allclose(x[1], expected, rtol=0, atol=TOLERANCE + bound)
+    # Momentum: the impulse on the body is the change of its momentum at the pin.
+    np.testing.assert_allclose(M[:3, :3] @ (x[1, :3] - x_star[:3]), gamma, rtol=1e-5, atol=1e-9)

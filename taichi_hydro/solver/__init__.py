@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from ..plan import Plan
 from . import contact_schedule as cs
+from .bilateral import BilateralRows
 from .data import SolverData
 from .newton import newton_solver
 from .options import SolverOptions
 from .world_schedule import world_solver
 
-__all__ = ["SolverData", "SolverOptions", "add_solve"]
+__all__ = ["BilateralRows", "SolverData", "SolverOptions", "add_solve"]
 
 
 def add_solve(plan: Plan, options: SolverOptions, data: SolverData) -> None:

@@ -26,8 +26,9 @@ fixed point of the projected iterations, without hydroplaning.
 
 A world stops when no point of any body moves by more than the tolerance over an iteration
 (the same velocity test as the projected iterations: body_change of the step), or at the cap.
-Immobile bodies keep their velocity (identity rows). Arithmetic is in `real` (float64 on cpu and
-cuda); the state stays float32."""
+Bilateral rows (solver.bilateral: joints) add their quadratic cost to l and are solved with
+the contacts. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
+(float64 on cpu and cuda); the state stays float32."""
 
 import functools
 
@@ -87,6 +88,16 @@ def newton_solver(real):
         return gamma, G
 
     @ti.func
+    def bilateral_response(u: rvec3, compliance: vec3, bias: vec3):
+        """(gamma, G) of a bilateral row: gamma = -(u - bias) / R, G = diag(1 / R), row frame."""
+        R = ti.cast(compliance, real)
+        gamma = -(u - ti.cast(bias, real)) / R
+        G = rmat3(0.0)
+        for k in ti.static(range(3)):
+            G[k, k] = 1.0 / R[k]
+        return gamma, G
+
+    @ti.func
     def contact_u(w: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, v: ti.template()) -> rvec3:
         """u = J v: velocity of b relative to a at the contact, contact frame, from the world's
         generalized velocities, (v, w) of body a at v[w, pa:pa + 6] and of b at pb."""
@@ -107,6 +118,31 @@ def newton_solver(real):
             oi, oj = 6 * i + 3 * (q // 2), 6 * j + 3 * (q % 2)
             for r, c in ti.static(ti.ndrange(3, 3)):
                 H[w, oi + r, oj + c] += sign * blocks[q][r, c]
+
+    @ti.func
+    def add_row(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, gamma: rvec3,
+                G: rmat3, body_inv_mass: ti.template(), grad: ti.template(), H: ti.template()):
+        """Add one row's terms, impulse gamma and its derivative G (row frame F), to the gradient
+        (-J^T gamma) and to the Hessian (J^T G J) of the mobile bodies among a and b, at block
+        positions pa and pb."""
+        f = F.transpose() @ gamma  # on b, world frame; -f on a
+        A = F.transpose() @ G @ F
+        for side in ti.static(range(2)):
+            body = a if side == 0 else b
+            p = pa if side == 0 else pb
+            r = ra if side == 0 else rb
+            sign = -1.0 if side == 0 else 1.0
+            if body_inv_mass[wm, body] > 0.0:
+                torque = r.cross(f)
+                for k in ti.static(range(3)):
+                    grad[w, 6 * p + k] -= sign * f[k]
+                    grad[w, 6 * p + 3 + k] -= sign * torque[k]
+                add_block(H, w, p, p, 1.0, A, r, r)
+        if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
+            if pa > pb:
+                add_block(H, w, pa, pb, -1.0, A, ra, rb)
+            else:
+                add_block(H, w, pb, pa, -1.0, A, rb, ra)
 
     @ti.func
     def block_update(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32):
@@ -193,18 +229,20 @@ def newton_solver(real):
             dv[w, i] *= scale[w, i]
 
     @ti.func
-    def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_ids: ti.template(), body_inv_mass: ti.template(),
-                     wm: ti.i32, newton_adj: ti.template(), newton_pos: ti.template(), newton_deg: ti.template(),
-                     newton_padj: ti.template(), newton_rows: ti.template(), newton_row_len: ti.template()):
-        """Minimum-degree elimination order of the world's bodies on its contact graph (bodies
-        joined by a contact row, both mobile): newton_pos[w, b] = the body's block position.
+    def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
+                     b_ids: ti.template(), body_inv_mass: ti.template(), wm: ti.i32, newton_adj: ti.template(),
+                     newton_pos: ti.template(), newton_deg: ti.template(), newton_padj: ti.template(), newton_rows: ti.template(),
+                     newton_row_len: ti.template()):
+        """Minimum-degree elimination order of the world's bodies on its row graph (bodies
+        joined by a contact row [start, end) or a bilateral row [jstart, jend), both mobile):
+        newton_pos[w, b] = the body's block position.
         The filled graph (the block pattern of the Cholesky factor) goes to newton_adj (by
         body), newton_padj (by position) and the row lists newton_rows[w, I, :newton_row_len[w,
         I]] (positions K < I, ascending). Ties go to the lower body index: deterministic."""
         for i, j in ti.ndrange(B, B):
             newton_adj[w, i, j] = 0
-        for c in range(start, end):
-            ids = c_ids[c]
+        for c in range(start, end + jend - jstart):
+            ids = c_ids[c] if c < end else b_ids[jstart + c - end]
             a, b = ids[ID_A], ids[ID_B]
             if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
                 newton_adj[w, a, b] = 1
@@ -251,6 +289,14 @@ def newton_solver(real):
         c_rb: nd(dtype=vec3, ndim=1),
         c_reg: nd(dtype=contact_reg, ndim=1),
         c_gamma: nd(dtype=vec3, ndim=1),
+        bilateral_start: nd(dtype=ti.i32, ndim=1),
+        b_ids: nd(dtype=ivec4, ndim=1),
+        b_frame: nd(dtype=mat3, ndim=1),
+        b_ra: nd(dtype=vec3, ndim=1),
+        b_rb: nd(dtype=vec3, ndim=1),
+        b_compliance: nd(dtype=vec3, ndim=1),
+        b_bias: nd(dtype=vec3, ndim=1),
+        b_gamma: nd(dtype=vec3, ndim=1),
         body_vc: nd(dtype=vec3, ndim=2),
         body_wc: nd(dtype=vec3, ndim=2),
         body_reach: nd(dtype=float, ndim=1),
@@ -278,9 +324,10 @@ def newton_solver(real):
         iterations: ti.i32,
         tolerance: float,
     ):
-        """One thread per world. Reads the rows, their warm-start impulses c_gamma and the free
-        velocities body_vc/body_wc; writes the solved velocities there, the impulses of the
-        solution to c_gamma (contact frame), and the world's iterations, last change [m/s],
+        """One thread per world. Reads the contact rows, their warm-start impulses c_gamma, the
+        bilateral rows (solver.bilateral; cold-started) and the free velocities
+        body_vc/body_wc; writes the solved velocities there, the impulses of the solution to
+        c_gamma and b_gamma (row frames), and the world's iterations, last change [m/s],
         contacts and contact evaluations (world_updates).
 
         The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
@@ -290,13 +337,14 @@ def newton_solver(real):
         B = body_vc.shape[1]
         for w in range(world_start.shape[0] - 1):
             start, end = world_start[w], world_start[w + 1]
+            jstart, jend = bilateral_start[w], bilateral_start[w + 1]
             it = 0
             change = ti.cast(0.0, real)
             evaluations = 0
             if world_status[w] == 0:
                 wm = w % body_inv_mass.shape[0]
-                order_bodies(w, start, end, B, c_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg, newton_padj,
-                             newton_rows, newton_row_len)
+                order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
+                             newton_padj, newton_rows, newton_row_len)
                 for b in range(B):
                     p = 6 * newton_pos[w, b]
                     for k in ti.static(range(3)):
@@ -354,30 +402,25 @@ def newton_solver(real):
                         ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
                         gamma, G = response(c_u[c], c_bound[c], c_reg[c], modified)
                         evaluations += 1
-                        f = F.transpose() @ gamma  # on b, world frame; -f on a
-                        A = F.transpose() @ G @ F
-                        for side in ti.static(range(2)):
-                            body = a if side == 0 else b
-                            p = pa if side == 0 else pb
-                            r = ra if side == 0 else rb
-                            sign = -1.0 if side == 0 else 1.0
-                            if body_inv_mass[wm, body] > 0.0:
-                                torque = r.cross(f)
-                                for k in ti.static(range(3)):
-                                    newton_grad[w, 6 * p + k] -= sign * f[k]
-                                    newton_grad[w, 6 * p + 3 + k] -= sign * torque[k]
-                                add_block(newton_H, w, p, p, 1.0, A, r, r)
-                        if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
-                            if pa > pb:
-                                add_block(newton_H, w, pa, pb, -1.0, A, ra, rb)
-                            else:
-                                add_block(newton_H, w, pb, pa, -1.0, A, rb, ra)
+                        add_row(w, wm, a, b, pa, pb, F, ra, rb, gamma, G, body_inv_mass, newton_grad, newton_H)
+                    for j in range(jstart, jend):  # bilateral rows: gamma = -(u - bias) / R, G = diag(1 / R)
+                        ids = b_ids[j]
+                        a, b = ids[ID_A], ids[ID_B]
+                        pa, pb = newton_pos[w, a], newton_pos[w, b]
+                        F = ti.cast(b_frame[j], real)
+                        ra, rb = ti.cast(b_ra[j], real), ti.cast(b_rb[j], real)
+                        u = contact_u(w, 6 * pa, 6 * pb, F, ra, rb, newton_v)
+                        gamma, G = bilateral_response(u, b_compliance[j], b_bias[j])
+                        add_row(w, wm, a, b, pa, pb, F, ra, rb, gamma, G, body_inv_mass, newton_grad, newton_H)
                     factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                      newton_row_len)
                     # Line search on phi(alpha) = l(v + alpha dv; g).
                     d0 = ti.cast(0.0, real)
+                    # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the contacts' terms,
+                    # dMv = dv^T M (v - v*) + sum_j Jdv_j . (u_j - bias_j) / R_j (bilateral rows),
+                    # dMd = dv^T M dv + sum_j Jdv_j . Jdv_j / R_j.
                     dMd = ti.cast(0.0, real)
-                    dMv = ti.cast(0.0, real)  # dv^T M (v - v*)
+                    dMv = ti.cast(0.0, real)
                     for i in range(6 * B):
                         d0 += newton_grad[w, i] * newton_dv[w, i]
                     for b in range(B):
@@ -400,6 +443,15 @@ def newton_solver(real):
                         F = ti.cast(c_frame[c], real)
                         ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
                         c_jdv[c] = contact_u(w, pa, pb, F, ra, rb, newton_dv)
+                    for j in range(jstart, jend):
+                        ids = b_ids[j]
+                        pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
+                        F = ti.cast(b_frame[j], real)
+                        ra, rb = ti.cast(b_ra[j], real), ti.cast(b_rb[j], real)
+                        jdv = contact_u(w, pa, pb, F, ra, rb, newton_dv)
+                        gamma, G = bilateral_response(contact_u(w, pa, pb, F, ra, rb, newton_v), b_compliance[j], b_bias[j])
+                        dMv -= gamma.dot(jdv)
+                        dMd += jdv.dot(G @ jdv)
                     alpha = ti.cast(1.0, real)
                     if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
                         alpha = 0.0
@@ -456,6 +508,12 @@ def newton_solver(real):
                 for c in range(start, end):
                     gamma, _ = response(c_u[c], c_bound[c], c_reg[c], 0)
                     c_gamma[c] = ti.cast(gamma, float)
+                for j in range(jstart, jend):
+                    ids = b_ids[j]
+                    u = contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(b_frame[j], real),
+                                  ti.cast(b_ra[j], real), ti.cast(b_rb[j], real), newton_v)
+                    gamma, _ = bilateral_response(u, b_compliance[j], b_bias[j])
+                    b_gamma[j] = ti.cast(gamma, float)
             world_iterations[w] = it
             world_residual[w] = ti.cast(change, float)
             world_contacts[w] = end - start
