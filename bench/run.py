@@ -129,13 +129,14 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             else:
                 sim.reset()
             sim.world_status()
+            before = sim.step_totals()  # sums since the last reset: the settling's too
             t0 = time.perf_counter()
             sim.step(steps)
             diverged = int(np.count_nonzero(sim.world_status()))
             wall = time.perf_counter() - t0
             if case.settle:
                 first -= wall / steps  # the first step's compile time
-            totals = sim.step_totals()
+            totals = {k: v - before[k] for k, v in sim.step_totals().items()}
             iterations = _iterations_per_step(sim, min(steps, 20) if quick else steps, case.settle and start)
             stages = sim.profile_stages(5 if quick else 20)
             row = {

@@ -34,7 +34,6 @@ import functools
 
 import taichi as ti
 
-from ..math3d import skew
 from ..types import ID_A, ID_B, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3
 from .cone import apply_world_impulse, body_change
 
@@ -108,16 +107,40 @@ def newton_solver(real):
         return F @ ((vb + wb.cross(rb)) - (va + wa.cross(ra)))
 
     @ti.func
-    def add_block(H: ti.template(), w: ti.i32, i: ti.i32, j: ti.i32, sign: real, A: rmat3, ri: rvec3, rj: rvec3):
-        """H[6i.., 6j..] += sign [I; [ri]] A [I, -[rj]]: the block J_i^T G J_j of the bodies at
-        block positions i and j of a contact (their Jacobians are -+F [I, -[r]]), with
-        A = F^T G F in the world frame."""
-        Si, Sj = skew(ri), skew(rj)
-        blocks = (A, -A @ Sj, Si @ A, -Si @ A @ Sj)
-        for q in ti.static(range(4)):
-            oi, oj = 6 * i + 3 * (q // 2), 6 * j + 3 * (q % 2)
-            for r, c in ti.static(ti.ndrange(3, 3)):
-                H[w, oi + r, oj + c] += sign * blocks[q][r, c]
+    def times_skew(A: rmat3, r: rvec3) -> rmat3:
+        """A [r]: row i is A_i x r ([r] x = r x x)."""
+        X = rmat3(0.0)
+        for i in ti.static(range(3)):
+            row = rvec3(A[i, 0], A[i, 1], A[i, 2]).cross(r)
+            for k in ti.static(range(3)):
+                X[i, k] = row[k]
+        return X
+
+    @ti.func
+    def skew_times(r: rvec3, X: rmat3) -> rmat3:
+        """[r] X: column c is r x X_c."""
+        Y = rmat3(0.0)
+        for c in ti.static(range(3)):
+            col = r.cross(rvec3(X[0, c], X[1, c], X[2, c]))
+            for k in ti.static(range(3)):
+                Y[k, c] = col[k]
+        return Y
+
+    @ti.func
+    def add_block(H: ti.template(), w: ti.i32, i: ti.i32, j: ti.i32, sign: real, A: rmat3, ASj: rmat3, ASi: rmat3, SAS: rmat3,
+                  diagonal: ti.template()):
+        """H[6i.., 6j..] += sign [I; [ri]] A [I, -[rj]] = sign [[A, -A [rj]], [-(A [ri])^T,
+        -[ri] A [rj]]]: the block J_i^T G J_j of the bodies at block positions i and j of a
+        row (their Jacobians are -+F [I, -[r]]), with A = F^T G F (world frame, symmetric),
+        ASj = A [rj], ASi = A [ri], SAS = [ri] A [rj]. A diagonal block (i = j) gets its lower
+        triangle only: the factorisation reads no other part of it."""
+        for r, c in ti.static(ti.ndrange(3, 3)):
+            if ti.static(not diagonal or c <= r):
+                H[w, 6 * i + r, 6 * j + c] += sign * A[r, c]
+                H[w, 6 * i + 3 + r, 6 * j + 3 + c] -= sign * SAS[r, c]
+            if ti.static(not diagonal):
+                H[w, 6 * i + r, 6 * j + 3 + c] -= sign * ASj[r, c]
+            H[w, 6 * i + 3 + r, 6 * j + c] -= sign * ASi[c, r]
 
     @ti.func
     def add_row(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, gamma: rvec3,
@@ -127,6 +150,7 @@ def newton_solver(real):
         positions pa and pb."""
         f = F.transpose() @ gamma  # on b, world frame; -f on a
         A = F.transpose() @ G @ F
+        AS = (times_skew(A, ra), times_skew(A, rb))
         for side in ti.static(range(2)):
             body = a if side == 0 else b
             p = pa if side == 0 else pb
@@ -137,12 +161,12 @@ def newton_solver(real):
                 for k in ti.static(range(3)):
                     grad[w, 6 * p + k] -= sign * f[k]
                     grad[w, 6 * p + 3 + k] -= sign * torque[k]
-                add_block(H, w, p, p, 1.0, A, r, r)
+                add_block(H, w, p, p, 1.0, A, AS[side], AS[side], skew_times(r, AS[side]), True)
         if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
             if pa > pb:
-                add_block(H, w, pa, pb, -1.0, A, ra, rb)
+                add_block(H, w, pa, pb, -1.0, A, AS[1], AS[0], skew_times(ra, AS[1]), False)
             else:
-                add_block(H, w, pb, pa, -1.0, A, rb, ra)
+                add_block(H, w, pb, pa, -1.0, A, AS[0], AS[1], skew_times(rb, AS[0]), False)
 
     @ti.func
     def block_update(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32):
