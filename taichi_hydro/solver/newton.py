@@ -87,6 +87,30 @@ def newton_solver(real):
         return gamma, G
 
     @ti.func
+    def directional(u: rvec3, d: rvec3, g: real, reg: contact_reg):
+        """(-gamma(u) . d, d . G(u) d): one contact's terms of the cost's first and second
+        derivatives along the contact velocity direction d (response() with the exact slip
+        curvature, without forming G)."""
+        Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
+        d1 = ti.cast(0.0, real)
+        d2 = ti.cast(0.0, real)
+        x = vhat - u[2]
+        if x > 0.0:
+            d1 = -x / Rn * d[2]
+            d2 = d[2] * d[2] / Rn
+        slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
+        ud = u[0] * d[0] + u[1] * d[1]
+        dd = d[0] * d[0] + d[1] * d[1]
+        if slip <= g * Rt:
+            d1 += ud / Rt
+            d2 += dd / Rt
+        else:
+            k = g / slip
+            d1 += k * ud
+            d2 += k * (dd - ud * ud / (slip * slip))
+        return d1, d2
+
+    @ti.func
     def bilateral_response(u: rvec3, compliance: vec3, bias: vec3):
         """(gamma, G) of a bilateral row: gamma = -(u - bias) / R, G = diag(1 / R), row frame."""
         R = ti.cast(compliance, real)
@@ -486,9 +510,9 @@ def newton_solver(real):
                             d2 = dMd
                             for c in range(start, end):
                                 jdv = c_jdv[c]
-                                gamma, G = response(c_u[c] + alpha * jdv, c_bound[c], c_reg[c], 0)
-                                d1 -= gamma.dot(jdv)
-                                d2 += jdv.dot(G @ jdv)
+                                dd1, dd2 = directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
+                                d1 += dd1
+                                d2 += dd2
                             evaluations += end - start
                             if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
                                 break
