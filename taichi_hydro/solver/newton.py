@@ -16,11 +16,12 @@ contact response of the regularised law
     slide: gamma_t = -g u_t / |u_t|,  G_t = (g / |u_t|)(I - t t^T)   (t = u_t / |u_t|),
 
 where the first MODIFIED_ITERATIONS iterations use the isotropic slip curvature (g / |u_t|) I
-(a majorant: it halved the pile's iterations in the float64 prototype of
-shared/reference/solver_prototype). H is Jacobi-scaled and factored by a block Cholesky on the
-bodies' contact graph (6x6 blocks, minimum-degree order: only the blocks of touching bodies and
-their fill are stored in the world's dense H array and factored); an exact line search (Newton on phi'(alpha) with a bisection safeguard, as Drake's SAP) picks the
-step; then every bound is updated, g_i = mu_i gamma_n,i(v). At the fixed point (zero gradient,
+(a majorant: fewer iterations on piles than the exact curvature from the start). H is
+Jacobi-scaled and factored by a block Cholesky on the bodies' row graph (6x6 blocks,
+minimum-degree order: only the blocks of touching bodies and their fill are written and
+factored, in the world's dense H array); an exact line search (Newton on phi'(alpha) with a
+bisection safeguard, as in Drake's SAP) picks the step; then every bound is updated,
+g_i = mu_i gamma_n,i(v). At the fixed point (zero gradient,
 g = mu gamma_n) the impulses satisfy normal compliance exactly while sliding: the De Saxce
 fixed point of the projected iterations, without hydroplaning.
 
