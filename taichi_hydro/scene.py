@@ -103,7 +103,7 @@ class SolverSettings:
     relaxation [0.9]: Jacobi step omega in (0, 1].
     mode ["coulomb"]: "coulomb" adds the De Saxce term mu |v_t| to the normal residual, so
       sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating
-      velocity mu |v_t| while sliding), kept for comparison.
+      velocity mu |v_t| while sliding), kept for comparison; not with method "newton".
     beta [1.0]: near-rigid floor: a contact is never stiffer than a spring whose period is
       2 pi dt / beta (Drake SAP's rule); applied to a whole patch at once (see contact.assemble).
     sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
@@ -119,8 +119,9 @@ class SolverSettings:
       sweep; its Hessian is stored densely, 36 B^2 numbers per world of B bodies; world
       schedule only, see solver.newton). "auto": Gauss-Seidel for the world
       schedule, accelerated Jacobi for the contact schedule. All four have the same fixed
-      point (tests/test_dynamics.py::test_solver_methods_agree); relaxation, mode, sigma's
-      metric and sleep do not apply to Newton (it is Coulomb-exact by construction).
+      point (tests/test_dynamics.py::test_solver_methods_agree); relaxation, the mass
+      splitting of sigma's metric and sleep do not apply to Newton (it is Coulomb-exact by
+      construction; mode "convex" is refused with it).
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
       when their neighbours move them past it; see solver.world_schedule). The solve stops by
@@ -388,6 +389,9 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     )
     if solver.method in ("gauss_seidel", "newton") and solver.schedule == "contact":
         raise st.error("method", f"{solver.method} needs schedule = \"world\" (one thread solves a whole world)")
+    if solver.method == "newton" and solver.mode == "convex":
+        raise st.error("mode", "\"convex\" is a relaxation of the projected iterations; method newton solves the Coulomb "
+                               "law (use mode = \"coulomb\" or another method)")
     if solver.relaxation > 1.0:
         raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
     st.finish()

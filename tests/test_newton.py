@@ -170,7 +170,8 @@ def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
     10 x the system's condition (1e9 for the stiff pin) x EPS64 x |x| (observed: 2.5e-14 and
     9.1e-9 m/s), and the pinned point moves at b - R gamma. Float32 (vulkan): within the
     tolerance plus the condition x EPS32 x |x|, for the soft pin only (the stiff pin's
-    condition is past float32)."""
+    condition is past float32), in one iteration more: the first step's rounding error,
+    of that size, is above the tolerance (observed: 3 iterations, 6.2e-8 m/s)."""
     if not float64(arch) and compliance < 1e-6:
         pytest.skip("a pin of condition 2e8 needs float64 (cpu, cuda)")
     r = np.array([0.1, 0.0, 0.05])
@@ -196,11 +197,29 @@ def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
     u = J @ x[1]
     print(f"R {compliance}: {iterations} iterations, |x - x_exact| {np.abs(x[1] - expected).max():.1e}, pin velocity {u}, "
           f"impulse {gamma}")
-    assert iterations <= 2
+    assert iterations <= (2 if float64(arch) else 3)
     if float64(arch):
         np.testing.assert_allclose(x[1], expected, rtol=0, atol=bound)
         np.testing.assert_allclose(u, b32 - R32 * gamma, rtol=0, atol=1e-10)  # gamma = -(u - b) / R
     else:
         np.testing.assert_allclose(x[1], expected, rtol=0, atol=TOLERANCE + bound)
-    # Momentum: the impulse on the body is the change of its momentum at the pin.
-    np.testing.assert_allclose(M[:3, :3] @ (x[1, :3] - x_star[:3]), gamma, rtol=1e-5, atol=1e-9)
+    # Momentum: the impulse on the body is the change of its momentum at the pin; gamma is
+    # read from the pin's velocity, so its error is the velocity's over R.
+    atol = 1e-9 if float64(arch) else (TOLERANCE + bound) / R32
+    np.testing.assert_allclose(M[:3, :3] @ (x[1, :3] - x_star[:3]), gamma, rtol=1e-5, atol=atol)
+
+
+@pytest.mark.parametrize("solver, fragments", [
+    ({"method": "newton", "mode": "convex"}, ["[solver]", "'mode'", "convex", "newton"]),
+    ({"method": "newton", "schedule": "contact"}, ["[solver]", "'method'", "newton", "schedule"]),
+    ({"method": "newtons"}, ["[solver]", "'method'", "newton"]),
+])
+def test_newton_settings_that_do_not_combine_are_refused(solver, fragments):
+    """Settings Newton cannot honour are refused with the file and the key, never ignored."""
+    data = {"solver": solver, "body": [{"name": "ball", "mass": 0.1, "shape": {"type": "sphere", "radius": 0.05}}]}
+    with pytest.raises(th.SceneError) as err:
+        th.scene_from_dict(data, source="bad.toml")
+    message = str(err.value)
+    assert message.startswith("bad.toml:")
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
