@@ -381,7 +381,7 @@ def newton_solver(real):
 
         The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
         gradient, step) and in H, whose 6x6 blocks are stored and factored only where the
-        filled contact graph newton_adj has an edge (and on the diagonal): the factor of a
+        filled row graph newton_adj has an edge (and on the diagonal): the factor of a
         sparse pile costs a small part of a dense one."""
         B = body_vc.shape[1]
         for w in range(world_start.shape[0] - 1):
