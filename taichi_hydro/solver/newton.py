@@ -35,7 +35,7 @@ import functools
 
 import taichi as ti
 
-from ..types import ID_A, ID_B, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3
+from ..types import ID_A, ID_B, ID_PAIR, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3
 from .cone import apply_world_impulse, body_change
 
 __all__ = ["newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS"]
@@ -168,30 +168,39 @@ def newton_solver(real):
             H[w, 6 * i + 3 + r, 6 * j + c] -= sign * ASi[c, r]
 
     @ti.func
-    def add_row(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, gamma: rvec3,
-                G: rmat3, body_inv_mass: ti.template(), grad: ti.template(), H: ti.template()):
-        """Add one row's terms, impulse gamma and its derivative G (row frame F), to the gradient
-        (-J^T gamma) and to the Hessian (J^T G J) of the mobile bodies among a and b, at block
-        positions pa and pb."""
-        f = F.transpose() @ gamma  # on b, world frame; -f on a
-        A = F.transpose() @ G @ F
-        AS = (times_skew(A, ra), times_skew(A, rb))
-        for side in ti.static(range(2)):
-            body = a if side == 0 else b
-            p = pa if side == 0 else pb
-            r = ra if side == 0 else rb
-            sign = -1.0 if side == 0 else 1.0
-            if body_inv_mass[wm, body] > 0.0:
-                torque = r.cross(f)
-                for k in ti.static(range(3)):
-                    grad[w, 6 * p + k] -= sign * f[k]
-                    grad[w, 6 * p + 3 + k] -= sign * torque[k]
-                add_block(H, w, p, p, 1.0, A, AS[side], AS[side], skew_times(r, AS[side]), True)
+    def add_gradient(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, f: rvec3, ta: rvec3, tb: rvec3,
+                     body_inv_mass: ti.template(), grad: ti.template()):
+        """grad -= J^T gamma for rows between bodies a and b (block positions pa, pb): their
+        total impulse f on b (world frame; -f on a) and its moments ta = sum r_a x f_i,
+        tb = sum r_b x f_i about each body's centre of mass."""
+        if body_inv_mass[wm, a] > 0.0:
+            for k in ti.static(range(3)):
+                grad[w, 6 * pa + k] += f[k]
+                grad[w, 6 * pa + 3 + k] += ta[k]
+        if body_inv_mass[wm, b] > 0.0:
+            for k in ti.static(range(3)):
+                grad[w, 6 * pb + k] -= f[k]
+                grad[w, 6 * pb + 3 + k] -= tb[k]
+
+    @ti.func
+    def add_hessian(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3,
+                    d: rvec3, body_inv_mass: ti.template(), H: ti.template()):
+        """H += sum_i J_i^T G_i J_i for rows between bodies a and b, from the moments of
+        A_i = F_i^T G_i F_i about a's arms r_a,i: A = sum A_i, ASa = sum A_i [r_a,i],
+        SASa = sum [r_a,i] A_i [r_a,i]. b's arms are r_a,i + d (the rows share their point), so
+        with X = [d] ASa: sum A_i [r_b,i] = ASa + A [d], sum [r_b,i] A_i [r_b,i] = SASa + X + X^T +
+        [d] A [d], sum [r_a,i] A_i [r_b,i] = SASa + X^T."""
+        ASb = ASa + times_skew(A, d)
+        X = skew_times(d, ASa)
+        if body_inv_mass[wm, a] > 0.0:
+            add_block(H, w, pa, pa, 1.0, A, ASa, ASa, SASa, True)
+        if body_inv_mass[wm, b] > 0.0:
+            add_block(H, w, pb, pb, 1.0, A, ASb, ASb, SASa + X + X.transpose() + skew_times(d, times_skew(A, d)), True)
         if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
             if pa > pb:
-                add_block(H, w, pa, pb, -1.0, A, AS[1], AS[0], skew_times(ra, AS[1]), False)
+                add_block(H, w, pa, pb, -1.0, A, ASb, ASa, SASa + X.transpose(), False)
             else:
-                add_block(H, w, pb, pa, -1.0, A, AS[0], AS[1], skew_times(rb, AS[0]), False)
+                add_block(H, w, pb, pa, -1.0, A, ASa, ASb, SASa + X, False)
 
     @ti.func
     def block_update(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32):
@@ -443,15 +452,41 @@ def newton_solver(real):
                             for k in ti.static(range(6)):
                                 newton_grad[w, p + k] = 0.0
                                 newton_H[w, p + k, p + k] = 1.0
-                    for c in range(start, end):
-                        ids = c_ids[c]
-                        a, b = ids[ID_A], ids[ID_B]
-                        pa, pb = newton_pos[w, a], newton_pos[w, b]
-                        F = ti.cast(c_frame[c], real)
-                        ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                        gamma, G = response(c_u[c], c_bound[c], c_reg[c], modified)
-                        evaluations += 1
-                        add_row(w, wm, a, b, pa, pb, F, ra, rb, gamma, G, body_inv_mass, newton_grad, newton_H)
+                    # Rows come grouped by pair (mostly): each run of rows of one pair is summed
+                    # here and written once (the gradient exactly; the Hessian with b's arms
+                    # taken as a's plus the run's first offset, which changes only the step).
+                    pair = -1
+                    run_a, run_b, run_pa, run_pb = 0, 0, 0, 0
+                    d = rvec3(0.0)
+                    sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                    sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
+                    for c in range(start, end + 1):
+                        ids = c_ids[c] if c < end else ivec4(-1)
+                        if ids[ID_PAIR] != pair or c == end:
+                            if pair >= 0:
+                                add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass, newton_grad)
+                                add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass, newton_H)
+                            pair = ids[ID_PAIR]
+                            if c < end:
+                                run_a, run_b = ids[ID_A], ids[ID_B]
+                                run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
+                                d = ti.cast(c_rb[c], real) - ti.cast(c_ra[c], real)
+                                sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                                sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
+                        if c < end:
+                            F = ti.cast(c_frame[c], real)
+                            ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
+                            gamma, G = response(c_u[c], c_bound[c], c_reg[c], modified)
+                            evaluations += 1
+                            f = F.transpose() @ gamma
+                            A = F.transpose() @ G @ F
+                            AS = times_skew(A, ra)
+                            sum_A += A
+                            sum_AS += AS
+                            sum_SAS += skew_times(ra, AS)
+                            sum_f += f
+                            sum_ta += ra.cross(f)
+                            sum_tb += rb.cross(f)
                     for j in range(jstart, jend):  # bilateral rows: gamma = -(u - bias) / R, G = diag(1 / R)
                         ids = b_ids[j]
                         a, b = ids[ID_A], ids[ID_B]
@@ -460,7 +495,11 @@ def newton_solver(real):
                         ra, rb = ti.cast(b_ra[j], real), ti.cast(b_rb[j], real)
                         u = contact_u(w, 6 * pa, 6 * pb, F, ra, rb, newton_v)
                         gamma, G = bilateral_response(u, b_compliance[j], b_bias[j])
-                        add_row(w, wm, a, b, pa, pb, F, ra, rb, gamma, G, body_inv_mass, newton_grad, newton_H)
+                        f = F.transpose() @ gamma
+                        A = F.transpose() @ G @ F
+                        AS = times_skew(A, ra)
+                        add_gradient(w, wm, a, b, pa, pb, f, ra.cross(f), rb.cross(f), body_inv_mass, newton_grad)
+                        add_hessian(w, wm, a, b, pa, pb, A, AS, skew_times(ra, AS), rb - ra, body_inv_mass, newton_H)
                     factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                      newton_row_len)
                     # Line search on phi(alpha) = l(v + alpha dv; g).
