@@ -53,7 +53,8 @@ def main(argv=None) -> int:
     rows = []
     for (name, steps), f64 in results.items():
         f32 = run(name, steps, True)
-        rows.append({"case": name, "steps": steps, "position_difference_m": float(np.abs(f64["position"] - f32["position"]).max()),
+        rows.append({"case": name, "steps": steps,
+                     "position_difference_m": float(np.abs(f64["position"] - f32["position"]).max()),
                      "velocity_difference_m_s": float(np.abs(f64["velocity"] - f32["velocity"]).max()),
                      "iterations_f64": f64["iterations"], "iterations_f32": f32["iterations"]})
         print(json.dumps(rows[-1]), flush=True)

@@ -178,7 +178,8 @@ def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
     bias = np.array([0.01, -0.02, 0.0])
     inv_I = np.diag([100.0, 50.0, 25.0])
     v_star, w_star = np.array([0.3, -0.1, -0.2]), np.array([1.0, 2.0, -0.5])
-    rec = {"ids": np.zeros((0, 4), np.int32), "inv_mass": np.array([0.0, 1.0 / M_BODY]), "inv_I": np.array([np.zeros((3, 3)), inv_I]),
+    rec = {"ids": np.zeros((0, 4), np.int32), "inv_mass": np.array([0.0, 1.0 / M_BODY]),
+           "inv_I": np.array([np.zeros((3, 3)), inv_I]),
            "vc": np.array([[0.0, 0.0, 0.0], v_star]), "wc": np.array([[0.0, 0.0, 0.0], w_star]), "reach": np.array([0.0, 0.12])}
     pin = {"body_a": [0], "body_b": [1], "r_a": [r], "r_b": [r], "compliance": [compliance], "bias": [bias]}
     x, _, iterations, _ = solve(rec, bilateral=pin)

@@ -464,8 +464,10 @@ def newton_solver(real):
                         ids = c_ids[c] if c < end else ivec4(-1)
                         if ids[ID_PAIR] != pair or c == end:
                             if pair >= 0:
-                                add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass, newton_grad)
-                                add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass, newton_H)
+                                add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
+                                             newton_grad)
+                                add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
+                                            newton_H)
                             pair = ids[ID_PAIR]
                             if c < end:
                                 run_a, run_b = ids[ID_A], ids[ID_B]
