@@ -419,10 +419,11 @@ def test_newton_holds_the_box_stack_without_creep(arch):
     stops within the tolerance (1e-6 m/s) of its solution, so a stack at rest may drift by
     at most tolerance x time = 3 um. Newton converges superlinearly and the upper box stays
     put (observed: < 0.1 um); Gauss-Seidel, whose sweeps stop on their own change while the
-    slow modes are still unsolved, let it creep by 19 um over the same 3 s (printed, not
-    checked). Both carry the weights exactly (m g per box)."""
+    slow modes are still unsolved, let it creep by 20 um over the same 3 s (printed, not
+    checked; cpu only, to spare lavapipe's launch budget). Both carry the weights exactly
+    (m g per box)."""
     drift = {}
-    for method in ("gauss_seidel", "newton"):
+    for method in ("gauss_seidel", "newton") if arch == "cpu" else ("newton",):
         s = th.load_scene(ROOT / "scenes" / "box_stack.toml")
         sim = th.Simulator(dataclasses.replace(s, solver=dataclasses.replace(s.solver, method=method, schedule="world")))
         sim.step(100)
