@@ -34,9 +34,12 @@ class SolverData:
     (accelerated Jacobi's t, beta and restart sum).
 
     Newton only (arithmetic in `real`: float64 where the backend has it): newton_H (W, 6B, 6B)
-    the Hessian and its factor, newton_v, newton_vs, newton_grad, newton_dv, newton_scale
-    (W, 6B): iterate, free velocities, gradient, step and Jacobi scaling; per contact row
-    c_bound (friction bound g [N s]), c_u (J v) and c_jdv (J dv), sized by resize()."""
+    the Hessian and its factor (stored densely, written and factored on the block pattern
+    only), newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
+    velocities, gradient, step and Jacobi scaling; the body ordering and block pattern
+    newton_adj, newton_padj, newton_rows (W, B, B) and newton_pos, newton_deg, newton_row_len
+    (W, B) (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
+    c_u (J v) and c_jdv (J dv), sized by resize()."""
 
     def __init__(self, options: SolverOptions, worlds: int, bodies: int, rows: int):
         W, B = worlds, bodies
@@ -55,7 +58,7 @@ class SolverData:
             N = 6 * B
             need = W * N * N * (8 if self.real == ti.f64 else 4)
             if need > DENSE_BYTES:
-                raise SceneError(f"[solver] method newton factors each world densely: {W} worlds of {B} bodies need "
+                raise SceneError(f"[solver] method newton stores each world's Hessian densely: {W} worlds of {B} bodies need "
                                  f"{need / 2**30:.1f} GiB for the Hessians, above {DENSE_BYTES / 2**30:.0f} GiB; use fewer "
                                  "worlds or method gauss_seidel")
             self.newton_H = ti.ndarray(self.real, (W, N, N))
