@@ -16,7 +16,8 @@ from .geometry.build import Geometry, build_geometry
 from .scene import Scene
 from .types import (
     BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
-    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, ivec8, vec3, vec4,
+    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, host_float, ivec8,
+    tet_vertices, tri_vertices, vec3, vec4,
 )
 
 __all__ = ["ModelData", "Model", "build_model"]
@@ -349,14 +350,8 @@ def _upload(dtype, array: np.ndarray, min_len: int = 1):
     if len(array):
         host = np.zeros((n, *array.shape[1:]), dtype=array.dtype)
         host[: len(array)] = array
-        a.from_numpy(host.astype(np.int32 if np.issubdtype(array.dtype, np.integer) else _float_np()))
+        a.from_numpy(host.astype(np.int32 if np.issubdtype(array.dtype, np.integer) else host_float()))
     return a
-
-
-def _float_np():
-    from .backend import current_precision
-
-    return np.float64 if current_precision() == "f64" else np.float32
 
 
 class Model:
@@ -373,10 +368,10 @@ class Model:
 
         require_init()
         self.host = host
-        self.tet_X_G = _upload(ti.types.matrix(4, 3, float), host.tet_X_G)
+        self.tet_X_G = _upload(tet_vertices, host.tet_X_G)
         self.tet_p = _upload(vec4, host.tet_p)
         self.tet_grad_G = _upload(vec3, host.tet_grad_G)
-        self.tri_X_G = _upload(ti.types.matrix(3, 3, float), host.tri_X_G)
+        self.tri_X_G = _upload(tri_vertices, host.tri_X_G)
         self.tri_n_G = _upload(vec3, host.tri_n_G)
         self.geom_i = _upload(ivec8, host.geom_i)
         self.geom_slab_gradient = _upload(float, host.geom_slab_gradient)

@@ -2,21 +2,77 @@
 
 One place names what a column of a packed record means, so that no kernel reads a bare index.
 Records stay packed where one thread reads a whole row (a polygon, a contact row): one load
-instead of one per quantity."""
+instead of one per quantity.
 
+Float vectors and matrices are of the run-time precision (backend.init's `precision`: f32 or
+f64). Taichi fixes the element type of `ti.types.vector(n, float)` (and of ti.math.vec3) when
+the type object is made, i.e. when this module is imported, before ti.init; the types below
+read Taichi's default float instead whenever Taichi asks, so the same kernels, annotations
+and arrays follow the precision of the runtime they compile and run in."""
+
+import numpy as np
 import taichi as ti
+from taichi.lang import impl
+from taichi.lang.matrix import MatrixType, VectorType
+from taichi.types.compound_types import _type_factory
+
+
+class _DefaultFloat:
+    """Mixin of RealVector and RealMatrix: the element type is the current Taichi runtime's
+    default float (ti.init's default_fp), read at each use (kernel compilation, argument
+    checks, array allocation, construction inside a kernel)."""
+
+    def _taichi_owned(self) -> None:
+        # Taichi's AST transformer warns about a call to a "non-taichi function" (vec3(...) in a
+        # kernel) unless the callee's __module__ is Taichi's; these are Taichi matrix types.
+        self.__module__ = MatrixType.__module__
+
+    @property
+    def dtype(self):
+        return impl.get_runtime().default_fp
+
+    @property
+    def tensor_type(self):
+        return _type_factory.get_tensor_type(self.get_shape(), self.dtype)
+
+
+class RealVector(_DefaultFloat, VectorType):
+    """A Taichi vector type of n floats of the run-time precision (types module docstring)."""
+
+    def __init__(self, n: int):
+        self.n, self.m, self.ndim = n, 1, 1
+        self._taichi_owned()
+
+
+class RealMatrix(_DefaultFloat, MatrixType):
+    """A Taichi n x m matrix type of floats of the run-time precision (types module docstring)."""
+
+    def __init__(self, n: int, m: int):
+        self.n, self.m, self.ndim = n, m, 2
+        self._taichi_owned()
+
+
+def host_float() -> type:
+    """The NumPy float type of device float arrays in the current runtime (np.float32 or
+    np.float64), for host arrays uploaded into them."""
+    return np.float64 if impl.get_runtime().default_fp == ti.f64 else np.float32
+
 
 nd = ti.types.ndarray
-vec2 = ti.math.vec2
-vec3 = ti.math.vec3
-vec4 = ti.math.vec4
-mat3 = ti.math.mat3
+vec2 = RealVector(2)
+vec3 = RealVector(3)
+vec4 = RealVector(4)
+mat3 = RealMatrix(3, 3)
 ivec2 = ti.math.ivec2
 ivec3 = ti.math.ivec3
 ivec4 = ti.types.vector(4, ti.i32)
 ivec8 = ti.types.vector(8, ti.i32)
-box3 = ti.types.matrix(2, 3, float)
+box3 = RealMatrix(2, 3)
 """An axis-aligned box: row 0 the lower corner, row 1 the upper corner [m]."""
+tet_vertices = RealMatrix(4, 3)
+"""tet_X_G: the 4 vertices of a tet, one per row, in its geometry's frame G [m]."""
+tri_vertices = RealMatrix(3, 3)
+"""tri_X_G: the 3 vertices of a triangle, one per row, in its geometry's frame G [m]."""
 
 # Body kinds (body_kind).
 BODY_DYNAMIC, BODY_STATIC, BODY_KINEMATIC = 0, 1, 2
@@ -57,11 +113,11 @@ COUNTER_SLOTS = 8
 
 # Polygons: at most POLY_MAX vertices (a tet slice clipped by a tet: 8).
 POLY_MAX = 8
-poly_vertex_values = ti.types.vector(POLY_MAX, float)
+poly_vertex_values = RealVector(POLY_MAX)
 """poly_vp: a value per polygon vertex (the pressure [Pa])."""
-poly_vertices = ti.types.matrix(POLY_MAX, 3, float)
+poly_vertices = RealMatrix(POLY_MAX, 3)
 """poly_v: the vertices of a polygon, one per row [m]."""
-poly_record = ti.types.vector(8, float)
+poly_record = RealVector(8)
 """poly_g: one polygon's scalars (columns POLY_*)."""
 # poly_g columns: area [m^2], pressure at the centroid p0 [Pa], directional gradients gA, gB
 # [Pa/m] (inf on a rigid side), |grad pA|, |grad pB| [Pa/m].
@@ -78,7 +134,7 @@ ID_WORLD, ID_A, ID_B, ID_PAIR = range(4)
 # A p0 [N].
 M_K, M_PHI0, M_TAU, M_FORCE0 = range(4)
 
-contact_reg = ti.types.vector(8, float)
+contact_reg = RealVector(8)
 """c_reg: one contact row's regularisation and step metric (columns R_*)."""
 # c_reg columns: R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n [1/sqrt(kg)], mu, 1/s_t, 1/s_n.
 R_RT, R_RN, R_VHAT, R_ST, R_SN, R_MU, R_INV_ST, R_INV_SN = range(8)

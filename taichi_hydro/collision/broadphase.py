@@ -21,7 +21,7 @@ from .. import hashing
 from ..math3d import finite_pose, quat_to_mat
 from ..types import (
     C_ACTIVE, C_CANDIDATES, C_ENTRIES, G_BODY, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH,
-    PairType, box3, ivec4, ivec8, nd, vec3, vec4,
+    PairType, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
 BIG = 1e30
@@ -66,7 +66,7 @@ def union(a: box3, b: box3) -> box3:
 
 
 @ti.func
-def transformed_box(local: box3, R: ti.math.mat3, p: vec3) -> box3:
+def transformed_box(local: box3, R: mat3, p: vec3) -> box3:
     """World box of a body-frame box under the pose (R, p) (exact box of the rotated box)."""
     centre = 0.5 * (box_lo(local) + box_hi(local))
     half = 0.5 * (box_hi(local) - box_lo(local))
@@ -79,7 +79,7 @@ def transformed_box(local: box3, R: ti.math.mat3, p: vec3) -> box3:
 
 
 @ti.func
-def geometry_box(local: box3, ball: vec4, R: ti.math.mat3, p: vec3) -> box3:
+def geometry_box(local: box3, ball: vec4, R: mat3, p: vec3) -> box3:
     """World box of a geometry under its body's pose (R, p): the rotated body-frame box cut by
     the box of the bounding ball (the ball's is the tighter one for a round body that turns)."""
     c = R @ vec3(ball[0], ball[1], ball[2]) + p
@@ -200,7 +200,7 @@ def geometry_regions(
 
 
 @ti.func
-def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G: ti.template(), R: ti.math.mat3, p: vec3) -> box3:
+def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G: ti.template(), R: mat3, p: vec3) -> box3:
     """World box of tet or triangle `idx` of the pools under pose (R, p)."""
     lo = vec3(BIG)
     hi = vec3(-BIG)
@@ -225,8 +225,8 @@ def insert_elements(
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
     hash_elem_geom: nd(dtype=ti.i32, ndim=1),
-    tet_X_G: nd(dtype=ti.types.matrix(4, 3, float), ndim=1),
-    tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
+    tet_X_G: nd(dtype=tet_vertices, ndim=1),
+    tri_X_G: nd(dtype=tri_vertices, ndim=1),
     geom_region: nd(dtype=box3, ndim=3),
     geom_region_n: nd(dtype=ti.i32, ndim=2),
     inv_cell: float,

@@ -24,7 +24,7 @@ from ..math3d import quat_to_mat
 from ..types import (
     C_CANDIDATES, C_POLYGONS, G_BODY, G_POOL_START, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE,
     PairType, ivec4, ivec8, mat3, nd,
-    poly_record, poly_vertex_values, poly_vertices, vec3, vec4,
+    poly_record, poly_vertex_values, poly_vertices, tet_vertices, tri_vertices, vec3, vec4,
 )
 from . import clip
 from .clip import Poly, row, set_row
@@ -154,10 +154,10 @@ def clip_candidates(
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
-    tet_X_G: nd(dtype=ti.types.matrix(4, 3, float), ndim=1),
+    tet_X_G: nd(dtype=tet_vertices, ndim=1),
     tet_p: nd(dtype=vec4, ndim=1),
     tet_grad_G: nd(dtype=vec3, ndim=1),
-    tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
+    tri_X_G: nd(dtype=tri_vertices, ndim=1),
     tri_n_G: nd(dtype=vec3, ndim=1),
     geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,
@@ -205,10 +205,10 @@ def clip_planar(
     geom_i: nd(dtype=ivec8, ndim=1),
     geom_slab_gradient: nd(dtype=float, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
-    tet_X_G: nd(dtype=ti.types.matrix(4, 3, float), ndim=1),
+    tet_X_G: nd(dtype=tet_vertices, ndim=1),
     tet_p: nd(dtype=vec4, ndim=1),
     tet_grad_G: nd(dtype=vec3, ndim=1),
-    tri_X_G: nd(dtype=ti.types.matrix(3, 3, float), ndim=1),
+    tri_X_G: nd(dtype=tri_vertices, ndim=1),
     tri_n_G: nd(dtype=vec3, ndim=1),
     geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,

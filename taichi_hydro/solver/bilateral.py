@@ -15,7 +15,7 @@ import numpy as np
 import taichi as ti
 
 from ..errors import SceneError
-from ..types import ID_A, ID_B, ID_WORLD, ivec4, mat3, vec3
+from ..types import ID_A, ID_B, ID_WORLD, host_float, ivec4, mat3, vec3
 
 __all__ = ["BilateralRows"]
 
@@ -75,7 +75,7 @@ class BilateralRows:
             ids[:J, ID_WORLD], ids[:J, ID_A], ids[:J, ID_B] = world[order], body_a[order], body_b[order]
             self.b_ids.from_numpy(ids)
             for name, value in (("b_frame", frame), ("b_ra", r_a), ("b_rb", r_b), ("b_compliance", compliance), ("b_bias", bias)):
-                full = np.zeros((self.capacity, *value.shape[1:]), np.float32)
+                full = np.zeros((self.capacity, *value.shape[1:]), host_float())
                 full[:J] = value[order]
                 getattr(self, name).from_numpy(full)
         start = np.zeros(self.worlds + 1, np.int32)

@@ -29,7 +29,7 @@ A world stops when no point of any body moves by more than the tolerance over an
 (the same velocity test as the projected iterations: body_change of the step), or at the cap.
 Bilateral rows (solver.bilateral: joints) add their quadratic cost to l and are solved with
 the contacts. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
-(float64 on cpu and cuda); the state stays float32."""
+(float64 on cpu and cuda); the state keeps the run-time precision (backend.init)."""
 
 import functools
 
