@@ -14,6 +14,8 @@ import argparse
 import json
 import sys
 
+from taichi_hydro.output import append_text
+
 
 def landing_scene(friction: float, modulus_pa: float, gap_m: float, iterations: int):
     import taichi_hydro as th
@@ -63,9 +65,7 @@ def main(argv=None) -> int:
             print(f"E = {modulus:.0e} Pa, mu = {friction}: mean {row['mean_sweeps']:.1f}, max {row['max_sweeps']} sweeps "
                   f"over {len(sweeps)} steps in contact; first steps {sweeps[:8]}", file=sys.stderr)
     if args.out:
-        with open(args.out, "a") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        append_text(args.out, "".join(json.dumps(row) + "\n" for row in rows))
     else:
         for row in rows:
             print(json.dumps(row))

@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
-from pathlib import Path
 
 import numpy as np
+
+from taichi_hydro.output import write_text
 
 CASES = (("pile_27", 25), ("pile_27", 60), ("coin", 100), ("box_stack", 50))
 
@@ -58,12 +58,8 @@ def main(argv=None) -> int:
                      "velocity_difference_m_s": float(np.abs(f64["velocity"] - f32["velocity"]).max()),
                      "iterations_f64": f64["iterations"], "iterations_f32": f32["iterations"]})
         print(json.dumps(rows[-1]), flush=True)
-    if args.out:  # a temporary file beside it, then renamed: a failed run keeps the old file
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.replace(tmp, out)
+    if args.out:  # a failed write keeps the old file
+        write_text(args.out, "".join(json.dumps(r) + "\n" for r in rows))
     return 0
 
 

@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+import taichi_hydro as th
+from taichi_hydro.output import append_text, check_output, write_text
+
 from . import cases as registry
 from .machine import describe, machine
 
@@ -41,7 +44,6 @@ def _median_time(fn, min_time=0.5, min_calls=3, max_calls=200) -> float:
 
 def contact_worker(arch: str, names: list[str], quick: bool) -> None:
     """Time Simulator.collide() (the whole device pipeline, all worlds) per point; print JSON."""
-    import taichi_hydro as th
 
     th.init(arch)
     device = describe(arch)
@@ -93,7 +95,6 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     import dataclasses
 
-    import taichi_hydro as th
     from taichi_hydro.memory import device_bytes
 
     th.init(arch)
@@ -348,26 +349,49 @@ def main(argv=None) -> int:
                    help="dynamics: run Drake in this many processes at once (one per core) and report their total world-steps/s")
     p.add_argument("--append", action="store_true", help="add to --out instead of replacing it (one meta line per run)")
     args = p.parse_args(argv)
+    arches = args.arch.split(",")
+    bad = [a for a in arches if a not in th.ARCHES]
+    if bad:
+        p.error(f"--arch: unknown backend(s) {bad}; choose from {list(th.ARCHES)} (comma-separated)")
+    for option in ("worker_worlds", "max_worlds", "drake_processes"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            p.error(f"--{option.replace('_', '-')} must be >= 1, got {value}")
+    try:
+        wanted = [int(w) for w in args.worlds.split(",")] if args.worlds else None
+    except ValueError:
+        p.error(f"--worlds must be comma-separated integers, got {args.worlds!r}")
+    if wanted and min(wanted) < 1:
+        p.error(f"--worlds must be >= 1, got {args.worlds!r}")
+    if args.out:
+        try:
+            check_output(args.out, (".json", ".jsonl"), "--out", create_folder=True)
+        except th.HydroError as exc:
+            p.error(str(exc))
     suite_cases = registry.CONTACT_CASES if args.suite == "contact" else registry.DYNAMICS_CASES
     names = args.cases.split(",") if args.cases else [c.name for c in suite_cases]
     unknown = [n for n in names if n not in {c.name for c in suite_cases}]
     if unknown:
         p.error(f"unknown case(s) {unknown} for the {args.suite} suite; cases: {[c.name for c in suite_cases]}")
     if args.worker:
-        if args.suite == "contact":
-            contact_worker(args.arch, names, args.quick)
-        else:
-            dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method)
+        try:
+            if args.suite == "contact":
+                contact_worker(args.arch, names, args.quick)
+            else:
+                dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method)
+        except th.HydroError as exc:  # one line for the parent to show
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         return 0
     rows: list[dict] = []
     # One worker process per case (and per world count for dynamics): Taichi has one backend per
     # process, and Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET).
     jobs = [(name, None) for name in names]
+    failed = 0
     if args.suite == "dynamics":
-        wanted = [int(w) for w in args.worlds.split(",")] if args.worlds else None
         jobs = [(name, w) for name in names for w in (wanted or _worlds(registry.find_dynamics(name), args.quick))
                 if args.max_worlds is None or w <= args.max_worlds]
-    for arch in args.arch.split(","):
+    for arch in arches:
         for name, worlds in jobs:
             cmd = [sys.executable, "-m", "bench.run", args.suite, "--worker", "--arch", arch, "--cases", name]
             if worlds is not None:
@@ -382,24 +406,24 @@ def main(argv=None) -> int:
                 cmd.append("--quick")
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
             if proc.returncode != 0:
+                failed += 1
                 print(f"{arch} {name} {worlds or ''}: worker failed\n{proc.stderr[-3000:]}", file=sys.stderr)
             new = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
             rows += new
             if args.out:  # rows are kept as they come, so an interrupted run loses nothing
-                with open(str(args.out) + ".partial", "a") as f:
-                    f.writelines(json.dumps(r) + "\n" for r in new)
+                append_text(str(args.out) + ".partial", "".join(json.dumps(r) + "\n" for r in new))
     if args.drake:
         rows += drake_contact(names, args.quick) if args.suite == "contact" else drake_dynamics(names, args.quick, args.drake_processes)
     add_ratios(rows)
     meta = {"suite": args.suite, "machine": machine(), "unix_time": time.time(), "command": " ".join(["python -m bench.run", *(argv or sys.argv[1:])])}
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "a" if args.append else "w") as f:
-            f.write(json.dumps({"meta": meta}) + "\n")
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+        text = json.dumps({"meta": meta}) + "\n" + "".join(json.dumps(r) + "\n" for r in rows)
+        (append_text if args.append else write_text)(args.out, text)
         Path(str(args.out) + ".partial").unlink(missing_ok=True)
     print(markdown(rows) if args.suite == "contact" else markdown_dynamics(rows))
+    if failed:
+        print(f"bench: {failed} worker(s) failed (see above)", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -18,6 +18,8 @@ import json
 import sys
 import time
 
+from taichi_hydro.output import append_text
+
 from . import cases as registry
 from .machine import machine
 
@@ -76,8 +78,7 @@ def main(argv=None) -> int:
               f"({r['ratio_on_off']:.3f}x)", file=sys.stderr)
     text = "".join(json.dumps(r) + "\n" for r in rows)
     if args.out:
-        with open(args.out, "a") as f:
-            f.write(text)
+        append_text(args.out, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -8,10 +8,12 @@ import os as _os
 _os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "False")
 
 from .backend import ARCHES, current_arch, init, is_initialized
-from .errors import BackendError, CapacityError, HydroError, LaunchBudgetError, MeshError, SceneError
+from .errors import (ArgumentError, BackendError, CapacityError, HydroError, HydroWarning, LaunchBudgetError, MeshError, OutputError,
+                     SceneError)
 from .scene import Body, Contact, Scene, Shape, SolverSettings, load_scene, scene_from_dict
 from .sim import Simulator
 from .collision.surfaces import ContactSurface
+from .types import FROZEN_POSE, FROZEN_REASONS, FROZEN_SPEED, FROZEN_SPIN
 
 __all__ = [
     "ARCHES",
@@ -33,6 +35,13 @@ __all__ = [
     "MeshError",
     "CapacityError",
     "BackendError",
+    "ArgumentError",
+    "OutputError",
+    "HydroWarning",
+    "FROZEN_SPEED",
+    "FROZEN_SPIN",
+    "FROZEN_POSE",
+    "FROZEN_REASONS",
 ]
 
 __version__ = "0.1.0"

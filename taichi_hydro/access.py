@@ -14,6 +14,7 @@ from .errors import SceneError
 from .params import sample_values, scene_parameters
 from .plan import Plan
 from .state import STATE_FIELDS, checked_state, reset_worlds, select_worlds
+from .types import FROZEN_REASONS
 
 __all__ = ["WorldAccess", "live"]
 
@@ -40,7 +41,7 @@ class WorldAccess:
         self._initial = {}
         for (name, width), rows in zip(STATE_FIELDS, ([x.p_WB for x in b], [x.q_WB for x in b], [x.v_WB for x in b],
                                                      [x.w_WB for x in b])):
-            v = checked_state(name, [rows], width, np.zeros(1, dtype=int), self.body_names, "scene")
+            v = checked_state(name, [rows], width, np.zeros(1, dtype=int), self.body_names, "scene", self._float())
             self._initial[name] = self._upload_rows(v)
         self.world_row = ti.ndarray(ti.i32, self.worlds)
         stage = {f"stage_{k}": self._initial[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)}
@@ -106,7 +107,7 @@ class WorldAccess:
         unknown = sorted(set(state) - set(keys))
         if unknown:
             raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
-        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset")
+        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset", self._float())
                    for name, width in STATE_FIELDS if name in state}
         if len(selected) == 0:
             return {}
@@ -133,7 +134,7 @@ class WorldAccess:
             if interop.is_tensor(value):
                 self._rows_from_tensor(name, value, arr, width, normalise=width == 4)
                 continue
-            v = checked_state(name, value, width, every, self.body_names, "set_state")
+            v = checked_state(name, value, width, every, self.body_names, "set_state", self._float())
             spend_launches(1)
             arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
 
@@ -162,18 +163,22 @@ class WorldAccess:
             if interop.is_tensor(value):
                 self._rows_from_tensor(name, value, arr, 3)
                 continue
-            v = np.asarray(value, dtype=np.float64)
-            if v.shape != (self.worlds, len(self.scene.bodies), 3) or not np.all(np.isfinite(v)):
-                raise SceneError(f"{name} must be a finite array of shape {(self.worlds, len(self.scene.bodies), 3)}")
+            v = checked_state(name, value, 3, np.arange(self.worlds), self.body_names, "set_control", self._float())
             spend_launches(1)
             arr.from_numpy(v.astype(self._float()))
 
     @live
     def world_status(self) -> np.ndarray:
-        """Per world: 0 running, 1 diverged (a non-finite pose, non-finite or absurd velocities;
-        frozen)."""
+        """Per world: 0 running, else frozen (diverged), the code naming the check that tripped:
+        FROZEN_SPEED (1) a non-finite or absurd velocity, FROZEN_SPIN (2) angular velocity,
+        FROZEN_POSE (3) a non-finite pose (taichi_hydro.FROZEN_REASONS, frozen_reasons())."""
         spend_launches(1)
         return self.state.world_status.to_numpy()
+
+    def frozen_reasons(self) -> dict[int, str]:
+        """{world index: why it was frozen} for every frozen world (empty when all run)."""
+        status = self.world_status()
+        return {int(w): FROZEN_REASONS.get(int(status[w]), f"status {int(status[w])}") for w in np.flatnonzero(status)}
 
     # ----------------------------------------------------------------------------- parameters
 

@@ -8,10 +8,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sys
 import time
+import warnings
+
+from .checks import INT32_MAX, integer_problem, real_problem
+from .errors import ArgumentError
 
 __all__ = ["main"]
+
+
+def _integer_arg(minimum: int, maximum: int = INT32_MAX):
+    """argparse type: an integer in [minimum, maximum] (argparse reports a bad one, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        problem = integer_problem(value, minimum, maximum)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    return parse
+
+
+def _real_arg(minimum: float, maximum: float = math.inf):
+    """argparse type: a finite real in [minimum, maximum]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        problem = real_problem(value, minimum, maximum)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    return parse
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -26,28 +64,30 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("contact", help="compute the contact surfaces of a scene at its initial poses")
     _add_common(c)
     c.add_argument("--json", action="store_true", help="print one JSON object")
-    c.add_argument("--world", type=int, default=0, help=argparse.SUPPRESS)
+    c.add_argument("--world", type=_integer_arg(0), default=0, help=argparse.SUPPRESS)
     r = sub.add_parser("run", help="simulate a scene")
     _add_common(r)
     length = r.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=int, help="number of time steps (default: 1 s of simulated time)")
-    length.add_argument("--time", type=float, help="simulated time [s]")
-    r.add_argument("--worlds", type=int, default=1, help="copies of the scene stepped together")
+    length.add_argument("--steps", type=_integer_arg(0), help="number of time steps (default: 1 s of simulated time)")
+    length.add_argument("--time", type=_real_arg(0.0), help="simulated time [s]")
+    r.add_argument("--worlds", type=_integer_arg(1), default=1, help="copies of the scene stepped together")
     r.add_argument("--out", help="write the trajectory (.npz)")
     r.add_argument("--json", action="store_true", help="print a JSON summary")
-    r.add_argument("--every", type=int, default=1, help="record every k-th step in --out (default 1)")
+    r.add_argument("--summary", help="also write the JSON summary to this file (.json)")
+    r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
     v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4")
-    v.add_argument("--frames", type=int, default=120, help="frames to record (default 120)")
-    v.add_argument("--world", type=int, default=0, help="world to show")
-    v.add_argument("--worlds", type=int, default=1, help="copies of the scene stepped together")
-    v.add_argument("--steps-per-frame", type=int, default=None, help="time steps between frames (default: 1/30 s)")
+    v.add_argument("--frames", type=_integer_arg(1, 1_000_000), default=120, help="frames to record (default 120)")
+    v.add_argument("--world", type=_integer_arg(0), default=0, help="world to show")
+    v.add_argument("--worlds", type=_integer_arg(1), default=1, help="copies of the scene stepped together")
+    v.add_argument("--steps-per-frame", type=_integer_arg(1), default=None, help="time steps between frames (default: 1/30 s)")
     v.add_argument("--no-patches", action="store_true", help="do not draw the contact patches")
     v.add_argument("--normals", action="store_true", help="draw the contact polygons' normals (key n)")
     v.add_argument("--forces", action="store_true", help="draw the net contact force of each body pair as an arrow (key f)")
     v.add_argument("--tets", action="store_true", help="draw the compliant bodies' tet meshes as wireframes (key t)")
-    v.add_argument("--size", type=int, nargs=2, default=(640, 480), metavar=("W", "H"), help="image size in pixels")
+    v.add_argument("--size", type=_integer_arg(16, 16384), nargs=2, default=(640, 480), metavar=("W", "H"),
+                   help="image size in pixels, each in [16, 16384]")
     b = sub.add_parser("bench", help="benchmarks (source checkout): the options of python -m bench.run, e.g. "
                        "`taichi-hydro bench dynamics --arch cpu,cuda --cases box_stack --worlds 1,64,4096 --drake --out r.json`",
                        add_help=False)
@@ -75,12 +115,16 @@ def _bench(args) -> int:
 def _view(args) -> int:
     import taichi_hydro as th
     from taichi_hydro import viewer
+    from taichi_hydro.output import check_output
 
     scene = th.load_scene(args.scene)
-    if args.frames < 1:
-        raise th.SceneError(f"--frames must be >= 1, got {args.frames}")
-    if args.record is None and not viewer.has_display():
+    if args.record is not None:
+        check_output(args.record, viewer.FORMATS, "--record", create_folder=True)
+    elif not viewer.has_display():
         raise viewer.ViewerError("no display here (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4")
+    if args.world >= args.worlds:
+        raise ArgumentError(f"--world {args.world}: there are only {args.worlds} world(s) (--worlds); choose one in "
+                            f"[0, {args.worlds - 1}]")
     th.init(args.arch)
     sim = th.Simulator(scene, worlds=args.worlds)
     per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (30 * scene.dt)))
@@ -101,6 +145,8 @@ def _contact(args) -> int:
     import taichi_hydro as th
 
     scene = th.load_scene(args.scene)
+    if args.world != 0:
+        raise ArgumentError(f"--world {args.world}: the contact command builds one world (0)")
     th.init(args.arch)
     sim = th.Simulator(scene)
     t0 = time.perf_counter()
@@ -136,15 +182,16 @@ def _run(args) -> int:
     import numpy as np
 
     import taichi_hydro as th
+    from taichi_hydro.output import atomic_write, check_output, write_text
 
     scene = th.load_scene(args.scene)
-    if args.steps is not None and args.steps < 0:
-        raise th.SceneError(f"--steps must be >= 0, got {args.steps}")
-    if args.time is not None and not args.time >= 0:
-        raise th.SceneError(f"--time must be >= 0, got {args.time}")
-    if args.worlds < 1 or args.every < 1:
-        raise th.SceneError("--worlds and --every must be >= 1")
-    steps = args.steps if args.steps is not None else int(round((args.time if args.time is not None else 1.0) / scene.dt))
+    if args.out is not None:
+        check_output(args.out, (".npz",), "--out", create_folder=True)
+    if args.summary is not None:
+        check_output(args.summary, (".json",), "--summary", create_folder=True)
+    steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
+    if steps > INT32_MAX:
+        raise ArgumentError(f"--time {args.time}: {steps} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
     th.init(args.arch)
     sim = th.Simulator(scene, worlds=args.worlds)
     record = args.out is not None
@@ -173,8 +220,8 @@ def _run(args) -> int:
     totals = sim.step_totals()
     status = sim.world_status()
     if record:
-        np.savez_compressed(args.out, body_names=np.array(sim.body_names), dt=scene.dt,
-                            **{k: np.array(v) for k, v in frames.items()})
+        arrays = {"body_names": np.array(sim.body_names), "dt": scene.dt, **{k: np.array(v) for k, v in frames.items()}}
+        atomic_write(args.out, lambda tmp: np.savez_compressed(tmp, **arrays))
     summary = {
         "scene": scene.source,
         "arch": args.arch,
@@ -187,6 +234,7 @@ def _run(args) -> int:
         "contacts_mean": totals["contacts"] / max(totals["steps"], 1) / args.worlds,
         "solver_iterations_mean": totals["iterations"] / max(totals["steps"], 1) / args.worlds,
         "diverged_worlds": int((status != 0).sum()),
+        "frozen_worlds": {str(w): reason for w, reason in sim.frozen_reasons().items()},
         "bodies": {
             name: {
                 "position": final["position"][0, i].tolist(),
@@ -197,6 +245,8 @@ def _run(args) -> int:
             for i, name in enumerate(sim.body_names)
         },
     }
+    if args.summary is not None:
+        write_text(args.summary, json.dumps(summary, indent=1) + "\n")
     if args.json:
         print(json.dumps(summary))
     else:
@@ -206,13 +256,23 @@ def _run(args) -> int:
         for name, b in summary["bodies"].items():
             p = b["position"]
             print(f"  {name}: position [{p[0]:.6g}, {p[1]:.6g}, {p[2]:.6g}] m")
+        for w, reason in summary["frozen_worlds"].items():
+            print(f"  world {w} frozen: {reason}")
         if record:
             print(f"trajectory written to {args.out}")
     return 0
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings on the command line: one line each on stderr, without the source line."""
+    print(f"taichi-hydro: warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    warnings.showwarning = _show_warning
+    if hasattr(signal, "SIGXFSZ"):  # a write past the file-size limit (ulimit -f) fails with an error instead of killing us
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if argv[:1] == ["bench"]:  # every later argument (--help too) belongs to the bench runner
         args = argparse.Namespace(command="bench", bench_args=argv[1:], debug=False)
     else:

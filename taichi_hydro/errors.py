@@ -1,6 +1,7 @@
 """Exceptions raised by taichi_hydro. Every message names the offending value."""
 
-__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "LaunchBudgetError", "BindingError"]
+__all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "LaunchBudgetError", "BindingError",
+           "ArgumentError", "OutputError", "HydroWarning"]
 
 
 class HydroError(Exception):
@@ -16,7 +17,8 @@ class MeshError(HydroError, ValueError):
 
 
 class CapacityError(HydroError, RuntimeError):
-    """A device pool is too small and may not grow; the message names the capacity to raise."""
+    """A device pool is too small and may not grow (the message names the capacity to raise), or
+    a batch would need more memory than the backend holds (the message gives the estimate)."""
 
 
 class BackendError(HydroError, RuntimeError):
@@ -31,3 +33,19 @@ class LaunchBudgetError(BackendError):
 class BindingError(HydroError, TypeError):
     """A kernel parameter of a launch plan names no array, or an array of the wrong kind
     (plan.Plan checks every binding when the plan is built)."""
+
+
+class ArgumentError(HydroError, TypeError, ValueError):
+    """An argument of the public API or the command line has the wrong type or lies outside its
+    range (a TypeError and a ValueError too, so callers catching either still catch it)."""
+
+
+class OutputError(HydroError, OSError):
+    """An output file cannot be written where it was asked for (missing folder, a directory in the
+    way, no permission, disk full, file-size limit); the previous file at that path is intact."""
+
+
+class HydroWarning(UserWarning):
+    """A setting is legal but almost surely not meant (a time step that lets bodies sink through
+    each other, positions too far out for float32, a relaxation too small to converge); each
+    warning names the rule it applies (see taichi_hydro.advice)."""

@@ -12,12 +12,13 @@ Kinematic bodies keep their velocity (infinite mass); static bodies never move.
 A world whose velocities become non-finite or absurd (|v| > 1e4 m/s, |w| > 1e5 rad/s) is
 marked diverged (world_status = 1) before its pose is touched: it keeps its last good state,
 every stage skips it, and no other world is affected. So is a world whose pose is not finite
-(written so through a state view, sim.state_tensors), which stays as it was written."""
+(written so through a state view, sim.state_tensors), which stays as it was written.
+world_status records which check tripped (types.FROZEN_*, the highest code when several did)."""
 
 import taichi as ti
 
 from .math3d import finite_pose, quat_mul, quat_to_mat, skew
-from .types import BODY_DYNAMIC, BODY_STATIC, mat3, nd, vec3, vec4
+from .types import BODY_DYNAMIC, BODY_STATIC, FROZEN_POSE, FROZEN_SPEED, FROZEN_SPIN, mat3, nd, vec3, vec4
 
 MAX_SPEED = 1e4  # m/s
 MAX_SPIN = 1e5  # rad/s
@@ -80,9 +81,15 @@ def check_divergence(world_status: nd(dtype=ti.i32, ndim=1), body_p: nd(dtype=ve
     for bodies that have contact pairs)."""
     for w, b in body_vc:
         v, omega = body_vc[w, b], body_wc[w, b]
-        speed, spin = v.norm(), omega.norm()
-        if not (speed <= MAX_SPEED and spin <= MAX_SPIN) or finite_pose(body_p[w, b], body_q[w, b]) == 0:  # also for NaN
-            world_status[w] = 1
+        code = 0
+        if not v.norm() <= MAX_SPEED:  # also for NaN
+            code = FROZEN_SPEED
+        if not omega.norm() <= MAX_SPIN:
+            code = FROZEN_SPIN
+        if finite_pose(body_p[w, b], body_q[w, b]) == 0:
+            code = FROZEN_POSE
+        if code != 0:
+            ti.atomic_max(world_status[w], code)  # the same code whichever body's thread runs last
 
 
 @ti.kernel

@@ -32,3 +32,47 @@ def device_bytes(root, _seen: set[int] | None = None) -> int:
     else:
         return 0
     return sum(device_bytes(c, seen) for c in children)
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo [bytes] (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cuda_total_bytes() -> int | None:
+    """Total memory of CUDA device 0 [bytes], through the driver API (None without one)."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        total = ctypes.c_size_t(0)
+        if cuda.cuInit(0) != 0:
+            return None
+        device = ctypes.c_int(0)
+        if cuda.cuDeviceGet(ctypes.byref(device), 0) != 0 or cuda.cuDeviceTotalMem_v2(ctypes.byref(total), device) != 0:
+            return None
+        return int(total.value)
+    except (OSError, AttributeError):
+        return None
+
+
+def backend_capacity_bytes(arch: str) -> int | None:
+    """What `arch` can hold [bytes]: the host's available memory on cpu (and on a Vulkan device
+    that is the CPU, lavapipe), the device's memory on cuda and on a Vulkan GPU (its largest
+    device-local heap). None when unknown (no check is made then)."""
+    if arch == "cuda":
+        return _cuda_total_bytes()
+    if arch == "vulkan":
+        from .vulkan_info import vulkan_devices
+
+        devices = vulkan_devices()
+        if devices and not devices[0].is_cpu and devices[0].local_heap_bytes > 0:
+            return devices[0].local_heap_bytes
+    return host_available_bytes()

@@ -28,6 +28,7 @@ import numpy as np
 import taichi as ti
 
 from .backend import spend_launches
+from .checks import range_problem, unrepresentable
 from .errors import SceneError
 from .model import ModelData, combine_pair_parameters
 from .types import BODY_DYNAMIC, BODY_KINDS, PF_TAU, mat3, vec3, vec4
@@ -97,7 +98,7 @@ def _not_applicable(data: ModelData, name: str, b: int) -> str:
     return "a rigid geometry has no modulus"
 
 
-def parse_body_parameter(name: str, value, data: ModelData, worlds: int) -> np.ndarray:
+def parse_body_parameter(name: str, value, data: ModelData, worlds: int, float_type=np.float32) -> np.ndarray:
     """(worlds, B) float64 values of body parameter `name` from a scalar (every body it applies
     to, every world), a (B,) row (every world) or a (worlds, B) array. Entries of bodies it does
     not apply to (mass of a static or kinematic body, modulus of a rigid one) must be NaN and
@@ -130,10 +131,14 @@ def parse_body_parameter(name: str, value, data: ModelData, worlds: int) -> np.n
         rule = "positive" if strict else ">= 0"
         raise SceneError(f"set_parameters: {name} of body '{names[b]}' in world {w} must be finite and {rule} [{unit}], "
                          f"got {float(v[w, b])!r}")
+    bad = unrepresentable(np.where(ok[None, :], v, 0.0), float_type)
+    if bad.any():
+        w, b = np.argwhere(bad)[0]
+        raise SceneError(f"set_parameters: {name} of body '{names[b]}' in world {w}: {range_problem(v[w, b], float_type)}")
     return v
 
 
-def parse_gravity(value, worlds: int) -> np.ndarray:
+def parse_gravity(value, worlds: int, float_type=np.float32) -> np.ndarray:
     """(worlds, 3) gravity [m/s^2] from a (3,) vector (every world) or a (worlds, 3) array."""
     try:
         v = np.array(value, dtype=np.float64)
@@ -146,6 +151,10 @@ def parse_gravity(value, worlds: int) -> np.ndarray:
     if not np.all(np.isfinite(v)):
         w = int(np.argwhere(~np.isfinite(v))[0][0])
         raise SceneError(f"set_parameters: gravity in world {w} is not finite: {v[w].tolist()}")
+    bad = unrepresentable(v, float_type)
+    if bad.any():
+        w = int(np.argwhere(bad)[0][0])
+        raise SceneError(f"set_parameters: gravity in world {w}: {range_problem(v[w], float_type)}")
     return v
 
 
@@ -286,10 +295,10 @@ class WorldParams:
     def set(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
         """Parse every value first (SceneError naming the parameter, body, world and value),
         then apply them (see Simulator.set_parameters)."""
-        parsed = {name: parse_body_parameter(name, value, self.data, self.worlds)
+        parsed = {name: parse_body_parameter(name, value, self.data, self.worlds, self._float)
                   for name, value in (("mass", mass), ("friction", friction), ("dissipation", dissipation), ("modulus", modulus))
                   if value is not None}
-        g = parse_gravity(gravity, self.worlds) if gravity is not None else None
+        g = parse_gravity(gravity, self.worlds, self._float) if gravity is not None else None
         for name, value in parsed.items():
             setattr(self.values, name, value)
         if g is not None:

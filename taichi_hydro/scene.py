@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .checks import INT32_MAX, integer_problem, range_problem, real_problem
 from .errors import SceneError
 
 __all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "load_scene", "scene_from_dict", "SHAPE_TYPES"]
@@ -193,25 +194,18 @@ class _Table:
                 raise self.error(key, "is required")
             return default
         v = self.raw(key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.error(key, f"must be a number, got {v!r}")
-        v = float(v)
-        if not math.isfinite(v):
-            raise self.error(key, f"must be finite, got {v}")
-        if positive and v <= 0:
-            raise self.error(key, f"must be > 0, got {v}")
-        if nonneg and v < 0:
-            raise self.error(key, f"must be >= 0, got {v}")
-        return v
+        problem = real_problem(v, 0.0 if nonneg else -math.inf, above=0.0 if positive else None) or range_problem([v])
+        if problem:
+            raise self.error(key, problem)
+        return float(v)
 
     def integer(self, key: str, default: int, *, minimum: int = 1) -> int:
         if key not in self.data:
             return default
         v = self.raw(key)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise self.error(key, f"must be an integer, got {v!r}")
-        if v < minimum:
-            raise self.error(key, f"must be >= {minimum}, got {v}")
+        problem = integer_problem(v, minimum, INT32_MAX)
+        if problem:
+            raise self.error(key, problem)
         return v
 
     def vector(self, key: str, n: int, default: Any = None, *, required: bool = False, positive: bool = False) -> tuple[float, ...] | None:
@@ -227,6 +221,9 @@ class _Table:
             raise self.error(key, f"must be finite, got {list(out)}")
         if positive and any(x <= 0 for x in out):
             raise self.error(key, f"every entry must be > 0, got {list(out)}")
+        problem = range_problem(out)
+        if problem:
+            raise self.error(key, problem)
         return out
 
     def boolean(self, key: str, default: bool) -> bool:
@@ -250,7 +247,7 @@ class _Table:
         return v
 
     def finish(self):
-        unknown = sorted(set(self.data) - self.used)
+        unknown = sorted(map(str, set(self.data) - self.used))
         if unknown:
             raise SceneError(f"{self.source}: {self.where}: unknown key '{unknown[0]}'" + (f" (and {unknown[1:]})" if len(unknown) > 1 else ""))
 
@@ -424,11 +421,24 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
 
 def load_scene(path: str | Path) -> Scene:
     """Read and validate a TOML scene file (format: CONTRACT.md). Raises SceneError."""
+    if not isinstance(path, (str, Path)):
+        raise SceneError(f"load_scene needs a file path, got {type(path).__name__} {path!r}")
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise SceneError(f"{path}: is a directory, not a scene file (give the .toml file inside it)")
+    if not path.exists():
         raise SceneError(f"scene file not found: {path}")
     try:
-        data = tomllib.loads(path.read_text())
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SceneError(f"{path}: cannot read the scene file: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SceneError(f"{path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); TOML files are "
+                         "UTF-8") from exc
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SceneError(f"{path}: not valid TOML: {exc}") from exc
     return scene_from_dict(data, source=str(path), base_dir=path.parent)

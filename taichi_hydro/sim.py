@@ -9,7 +9,9 @@ import taichi as ti
 
 from . import integrator as ig
 from .access import WorldAccess, live
+from .advice import warn_unlikely
 from .backend import current_arch, current_precision, generation, require_init, spend_launches
+from .checks import integer
 from .collision import Capacities, Collision
 from .collision.surfaces import ContactSurface, group_surfaces
 from .contact import ContactRows, WarmStartTable
@@ -17,9 +19,10 @@ from .contact import assemble as ca
 from .contact import ordering as co
 from .contact import warmstart as cw
 from .errors import BindingError, CapacityError, SceneError
+from .memory import backend_capacity_bytes, device_bytes
 from .model import Model, build_model, check_supported
 from .params import WorldParams
-from .plan import Plan, ndarray_dtype
+from .plan import Plan
 from .scan import scan_add, scan_blocks, scan_sums
 from .scene import Scene
 from .solver import BilateralRows, SolverData, SolverOptions, add_solve
@@ -52,6 +55,7 @@ class Simulator(WorldAccess):
     and reruns it, so no contact is ever dropped."""
 
     CHUNK = 16
+    PROBE_WORLDS = 64  # _check_memory measures batches up to this size once allocated, and extrapolates past it
 
     def __init__(self, scene: Scene, worlds: int = 1, *, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
                  graph: bool = True):
@@ -59,30 +63,68 @@ class Simulator(WorldAccess):
         self._generation = generation()
         if not isinstance(scene, Scene):
             raise SceneError(f"Simulator needs a Scene (th.load_scene or th.scene_from_dict), got {type(scene).__name__}")
-        if isinstance(worlds, bool) or not isinstance(worlds, (int, np.integer)) or worlds < 1:
-            raise SceneError(f"worlds must be a positive integer, got {worlds!r}")
+        worlds = integer(worlds, "Simulator(worlds)", 1)
         self.scene, self.worlds, self.dt, self.graph = scene, int(worlds), scene.dt, graph
         host = build_model(scene)
         check_supported(host)
         self.options = SolverOptions.resolve(scene.solver, current_arch(), scene.source)
-        W, B, P = self.worlds, host.body_count, host.pair_count
+        warn_unlikely(scene, host, self.options)
         self.model = Model(host)
-        self.state = State(W, B)
-        self.control = Control(W, B)
-        self.params = WorldParams(host, W, self._float())
-        self.collision = Collision(self.model, W, capacities, max_capacity)
-        self.rows = ContactRows(W, B, P, self.collision.pool.capacity)
-        self.warm = WarmStartTable(W, P, self.collision.pool.capacity)
-        self.solver = SolverData(self.options, W, B, self.collision.pool.capacity)
-        self.bilateral = BilateralRows(W, B)  # none yet: joint rows (Newton only)
+        if self.worlds > self.PROBE_WORLDS:
+            self._check_memory(capacities)
+        containers = self._world_containers(self.worlds, capacities, max_capacity)
+        if self.worlds <= self.PROBE_WORLDS:
+            self._check_memory(capacities, containers)
+        for name, container in containers.items():
+            setattr(self, name, container)
         self.max_counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.stat_sums = ti.ndarray(float, 8)
-        self._saved_state = {k: ti.ndarray(ndarray_dtype(v), v.shape) for k, v in self.state.arrays().items()}
         self._step_plan = self._collide_plan = None
         self.time, self.step_count = 0.0, 0
-        self._world_steps = np.zeros(W, dtype=np.int64)
+        self._world_steps = np.zeros(self.worlds, dtype=np.int64)
         self._init_access()
         self.reset()
+
+    def _world_containers(self, W: int, capacities: Capacities | None, max_capacity: int = 1 << 28) -> dict:
+        """The containers whose size follows the world count (every one but the model)."""
+        host = self.model.host
+        B, P = host.body_count, host.pair_count
+        collision = Collision(self.model, W, capacities, max_capacity)
+        capacity = collision.pool.capacity
+        return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, self._float()),
+                "collision": collision, "rows": ContactRows(W, B, P, capacity), "warm": WarmStartTable(W, P, capacity),
+                "solver": SolverData(self.options, W, B, capacity),
+                "bilateral": BilateralRows(W, B),  # none yet: joint rows (Newton only)
+                "_saved_state": State(W, B).arrays()}  # a chunk's start state (step restores it after a pool overflow)
+
+    def _check_memory(self, capacities: Capacities | None, containers: dict | None = None) -> None:
+        """CapacityError when the batch needs more memory than the backend holds
+        (memory.backend_capacity_bytes). Up to PROBE_WORLDS worlds, the batch's own `containers`
+        are measured once allocated (memory.device_bytes); a larger batch is checked before it
+        is allocated, extrapolated linearly from PROBE_WORLDS / 2 and PROBE_WORLDS worlds with
+        the same pool rows per world (hashed tables sized in powers of two make this an upper
+        bound, within 2x for them)."""
+        W, probe = self.worlds, self.PROBE_WORLDS
+        model = device_bytes(self.model)
+
+        def measured(parts: dict) -> int:  # the model is shared (reachable from collision): counted once
+            return device_bytes(parts, {id(self.model)})
+
+        if containers is not None:
+            estimate = model + measured(containers)
+            per = (estimate - model) / W
+        else:
+            caps = capacities or Capacities.for_model(self.model, W)
+            per_world = caps.as_tuple()
+            small, large = (measured(self._world_containers(n, Capacities(*(max(1, -(-c * n // W)) for c in per_world))))
+                            for n in (probe // 2, probe))
+            per = (large - small) / (probe - probe // 2)
+            estimate = int(model + large + per * (W - probe))
+        limit = backend_capacity_bytes(current_arch())
+        if limit is not None and estimate > limit:
+            raise CapacityError(f"worlds = {W}: {self.scene.source} needs about {estimate / 1e9:.3g} GB of memory "
+                                f"({per / 1e6:.3g} MB per world), and the {current_arch()} backend holds {limit / 1e9:.3g} GB: "
+                                f"use at most about {max(0, int((limit - model) // max(per, 1)))} worlds")
 
     @property
     def settings(self):
@@ -187,8 +229,7 @@ class Simulator(WorldAccess):
     def step(self, steps: int = 1) -> None:
         """Advance every world by `steps` time steps of scene.dt. Pools that overflow grow and
         the affected chunk of steps is recomputed from its start (never a dropped contact)."""
-        if steps < 0:
-            raise SceneError(f"steps must be >= 0, got {steps}")
+        steps = integer(steps, "step(steps)", 0)
         spend_launches(steps * len(self.step_plan.launches), check_only=True)
         done = 0
         while done < steps:
@@ -223,8 +264,7 @@ class Simulator(WorldAccess):
         assemble (contact rows, warm start), solve (cone complementarity), integrate. The sync
         makes this slower than step(); use it for where the time goes, not for throughput.
         Pools must already fit (call step() first); an overflow here raises."""
-        if steps < 1:
-            raise SceneError(f"steps must be >= 1, got {steps}")
+        steps = integer(steps, "profile_stages(steps)", 1)
         totals = dict.fromkeys((name for name, _ in self.stages), 0.0)
         self._resize_rows()
         args = {**self.bindings(), **self._step_plan.constants}

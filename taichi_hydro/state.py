@@ -5,6 +5,7 @@ their device arrays; host-side selection and checking of state rows; the reset k
 import numpy as np
 import taichi as ti
 
+from .checks import range_problem, unrepresentable
 from .errors import SceneError
 from .types import nd, vec3, vec4
 
@@ -20,7 +21,8 @@ class State:
 
     body_p [m] position; body_q (w, x, y, z) unit quaternion; body_v [m/s] linear velocity;
     body_w [rad/s] angular velocity;
-    world_status (worlds,) i32: 0 running, 1 diverged (frozen)."""
+    world_status (worlds,) i32: 0 running, else frozen; the code names the check that tripped
+      (types.FROZEN_*)."""
 
     BODY_ARRAYS = ("body_p", "body_q", "body_v", "body_w")
 
@@ -80,10 +82,11 @@ def select_worlds(worlds, count: int) -> np.ndarray:
     return sel
 
 
-def checked_state(name: str, value, width: int, world_ids: np.ndarray, body_names: list[str], caller: str) -> np.ndarray:
+def checked_state(name: str, value, width: int, world_ids: np.ndarray, body_names: list[str], caller: str,
+                  float_type=np.float32) -> np.ndarray:
     """float64 state rows of shape (len(world_ids), B, width) [SI, world frame]; quaternions
-    (width 4) normalised. Raises SceneError naming the body and world of a non-finite value or a
-    zero quaternion."""
+    (width 4) normalised. Raises SceneError naming the body and world of a non-finite value, of
+    one the device's float_type cannot hold (checks.unrepresentable), or of a zero quaternion."""
     shape = (len(world_ids), len(body_names), width)
     try:
         v = np.array(value, dtype=np.float64)
@@ -94,6 +97,11 @@ def checked_state(name: str, value, width: int, world_ids: np.ndarray, body_name
     if not np.all(np.isfinite(v)):
         i, b = np.argwhere(~np.isfinite(v))[0][:2]
         raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]} is not finite: {v[i, b].tolist()}")
+    bad = unrepresentable(v, float_type, underflow=False)
+    if bad.any():
+        i, b = np.argwhere(bad)[0][:2]
+        raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]}: "
+                         f"{range_problem(v[i, b], float_type, underflow=False)}")
     if width == 4:
         norm = np.linalg.norm(v, axis=2, keepdims=True)
         if np.any(norm < 1e-12):

@@ -74,6 +74,15 @@ tet_vertices = RealMatrix(4, 3)
 tri_vertices = RealMatrix(3, 3)
 """tri_X_G: the 3 vertices of a triangle, one per row, in its geometry's frame G [m]."""
 
+# world_status codes: 0 running; otherwise the world is frozen, and the code says which check
+# tripped (integrator.check_divergence; the highest code when several did).
+RUNNING, FROZEN_SPEED, FROZEN_SPIN, FROZEN_POSE = 0, 1, 2, 3
+FROZEN_REASONS = {
+    FROZEN_SPEED: "a body's speed became non-finite or exceeded 1e4 m/s (the solve diverged)",
+    FROZEN_SPIN: "a body's angular velocity became non-finite or exceeded 1e5 rad/s (the solve diverged)",
+    FROZEN_POSE: "a body's pose was not finite (written through a state view)",
+}
+
 # Body kinds (body_kind).
 BODY_DYNAMIC, BODY_STATIC, BODY_KINEMATIC = 0, 1, 2
 BODY_KINDS = ("dynamic", "static", "kinematic")

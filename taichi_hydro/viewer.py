@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import HydroError, SceneError
+from .checks import integer
+from .errors import ArgumentError, HydroError, SceneError
+from .output import atomic_write, check_output
 from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "tet_edges", "arrow_segments", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
@@ -29,7 +31,7 @@ _GROUND_COLOR = (0.42, 0.45, 0.48)
 _NORMAL_COLOR = (0.10, 0.25, 0.85)
 _FORCE_COLOR = (0.55, 0.0, 0.55)
 _TET_COLOR = (0.25, 0.25, 0.25)
-_FORMATS = (".png", ".gif", ".mp4")
+FORMATS = (".png", ".gif", ".mp4")  # what record() writes: the last frame, or an animation
 
 
 class ViewerError(HydroError, RuntimeError):
@@ -408,7 +410,7 @@ class Viewer:
     def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True, normals: bool = False,
                  forces: bool = False, tets: bool = False):
         self.sim = sim
-        self.size = tuple(size)
+        self.size = checked_size(size)
         self.renderer = Renderer(sim, world, patches, normals, forces, tets)
         self.window = _offscreen_window(self.size)
         self.scene, self.camera = _setup(self.window, self.renderer, self.renderer.camera_position())
@@ -440,7 +442,7 @@ class NullViewer:
 
     def __init__(self, sim, world: int = 0, size=(640, 480), **shown):
         self.sim = sim
-        self.size = tuple(size)
+        self.size = checked_size(size)
 
     def render(self, world: int | None = None) -> np.ndarray:
         if world is not None and not 0 <= world < self.sim.worlds:
@@ -455,28 +457,37 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
     which needs imageio-ffmpeg). `shown`: normals, forces, tets (see Renderer). Returns the path."""
     import imageio.v2 as imageio
 
-    path = Path(path)
-    if path.suffix.lower() not in _FORMATS:
-        raise ViewerError(f"--record {path}: unsupported format {path.suffix!r}; use one of {list(_FORMATS)}")
-    if frames < 1 or steps_per_frame < 0:
-        raise SceneError(f"frames must be >= 1 and steps_per_frame >= 0, got {frames}, {steps_per_frame}")
+    path = check_output(path, FORMATS, "--record", create_folder=True)
+    frames = integer(frames, "frames", 1)
+    steps_per_frame = integer(steps_per_frame, "steps_per_frame", 0)
+    fps = integer(fps, "fps", 1, 1000)
     offscreen = Viewer(sim, world, size, patches, **shown)
     images = []
     for k in range(frames):
         if k > 0 and steps_per_frame:
             sim.step(steps_per_frame)
         images.append(offscreen.render())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".png":
-        imageio.imwrite(path, images[-1])
-    elif path.suffix.lower() == ".gif":
-        imageio.mimsave(path, images, duration=1000 / fps, loop=0)
-    else:
-        try:
-            imageio.mimsave(path, images, fps=fps, macro_block_size=1)
-        except (ImportError, ValueError, RuntimeError) as exc:
-            raise ViewerError(f"cannot write {path}: {exc}; MP4 needs the imageio-ffmpeg package (or record .gif)") from exc
-    return path
+
+    def write(tmp: Path) -> None:
+        if path.suffix.lower() == ".png":
+            imageio.imwrite(tmp, images[-1])
+        elif path.suffix.lower() == ".gif":
+            imageio.mimsave(tmp, images, duration=1000 / fps, loop=0)
+        else:
+            try:
+                imageio.mimsave(tmp, images, fps=fps, macro_block_size=1)
+            except ImportError as exc:
+                raise ViewerError(f"cannot write {path}: {exc}; MP4 needs the imageio-ffmpeg package (or record .gif)") from exc
+
+    return atomic_write(path, write)
+
+
+def checked_size(size) -> tuple[int, int]:
+    """An image size (width, height) in pixels, each in [16, 16384] (the Vulkan image limits
+    every driver supports); ArgumentError otherwise."""
+    if isinstance(size, (str, bytes)) or not hasattr(size, "__len__") or len(size) != 2:
+        raise ArgumentError(f"size must be (width, height) in pixels, got {size!r}")
+    return integer(size[0], "size width", 16, 16384), integer(size[1], "size height", 16, 16384)
 
 
 def has_display() -> bool:
@@ -492,7 +503,7 @@ def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patche
     if not has_display():
         raise ViewerError("no display (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4 to render offscreen")
     renderer = Renderer(sim, world, patches, **shown)
-    window = _window(size, show=True)
+    window = _window(checked_size(size), show=True)
     scene, camera = _setup(window, renderer, renderer.camera_position())
     canvas = window.get_canvas()
     gui = window.get_gui()

@@ -19,6 +19,7 @@ _STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
 class VulkanDevice:
     name: str
     device_type: int  # VkPhysicalDeviceType: 1 integrated, 2 discrete, 3 virtual, 4 cpu
+    local_heap_bytes: int = 0  # size of its largest device-local memory heap [bytes]
 
     @property
     def is_cpu(self) -> bool:
@@ -63,7 +64,20 @@ def vulkan_devices() -> list[VulkanDevice]:
             vk.vkGetPhysicalDeviceProperties(ctypes.c_void_p(handle), props)
             device_type = int.from_bytes(props.raw[16:20], "little")
             name = props.raw[20:276].split(b"\0", 1)[0].decode(errors="replace")
-            devices.append(VulkanDevice(name, device_type))
+            devices.append(VulkanDevice(name, device_type, _largest_local_heap(vk, handle)))
         return devices
     finally:
         vk.vkDestroyInstance(instance, None)
+
+
+def _largest_local_heap(vk, handle) -> int:
+    """Largest VK_MEMORY_HEAP_DEVICE_LOCAL_BIT heap of a physical device [bytes].
+    VkPhysicalDeviceMemoryProperties: uint32 memoryTypeCount, 32 VkMemoryType (8 bytes each),
+    uint32 memoryHeapCount at byte 260, then 16 VkMemoryHeap {uint64 size, uint32 flags} (16
+    bytes each, 8-aligned) from byte 264."""
+    props = ctypes.create_string_buffer(520)
+    vk.vkGetPhysicalDeviceMemoryProperties(ctypes.c_void_p(handle), props)
+    count = min(int.from_bytes(props.raw[260:264], "little"), 16)
+    sizes = [int.from_bytes(props.raw[264 + 16 * i: 272 + 16 * i], "little") for i in range(count)
+             if int.from_bytes(props.raw[272 + 16 * i: 276 + 16 * i], "little") & 1]
+    return max(sizes, default=0)

@@ -147,7 +147,7 @@ def test_cli_run_json_and_npz(arch, tmp_path):
 
 def test_cli_run_rejects_bad_arguments(arch):
     r = run_cli("run", "scenes/ball_drop.toml", "--arch", arch, "--steps", "-3")
-    assert r.returncode == 2 and "--steps must be >= 0" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "--steps: must be in [0, 2147483647], got -3" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_launch_budget_refuses_before_running(arch, monkeypatch):

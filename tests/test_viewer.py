@@ -66,8 +66,16 @@ def test_record_png_shows_the_patch(arch, tmp_path):
 
 def test_record_rejects_unknown_format(arch, tmp_path):
     sim = th.Simulator(th.load_scene(ROOT / "scenes" / "sphere_on_plane.toml"))
-    with pytest.raises(viewer.ViewerError, match="unsupported format '.bmp'"):
+    with pytest.raises(th.OutputError, match="unsupported file type '.bmp'"):
         viewer.record(sim, tmp_path / "out.bmp")
+    assert not (tmp_path / "out.bmp").exists()
+
+
+@pytest.mark.parametrize("size", [(0, 0), (15, 100), (100, 20000), (1.5, 100), "640x480", (640,)])
+def test_an_image_size_outside_what_vulkan_can_render_is_refused(arch, size):
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "sphere_on_plane.toml"))
+    with pytest.raises(th.ArgumentError, match="size"):
+        viewer.Viewer(sim, size=size)
 
 
 def test_view_without_display_says_so():

@@ -20,8 +20,8 @@ import taichi as ti
 from .. import hashing
 from ..math3d import finite_pose, quat_to_mat
 from ..types import (
-    C_ACTIVE, C_CANDIDATES, C_ENTRIES, G_BODY, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH,
-    PairType, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
+    C_ACTIVE, C_CANDIDATES, C_ENTRIES, FROZEN_POSE, G_BODY, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE,
+    TETMESH, PairType, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
 BIG = 1e30
@@ -141,7 +141,7 @@ def pair_activity(
         if world_status[w] != 0:
             active = 0
         elif finite_pose(body_p[w, ba], body_q[w, ba]) == 0 or finite_pose(body_p[w, bb], body_q[w, bb]) == 0:
-            world_status[w] = 1
+            ti.atomic_max(world_status[w], FROZEN_POSE)
             active = 0
         elif t == PairType.TET_TET or t == PairType.TET_TRI:
             box_a = geometry_box(geom_box_G[ga], geom_ball_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import warnings
 from functools import lru_cache
 
 import numpy as np
 
-from ..errors import MeshError, SceneError
+from ..errors import HydroWarning, MeshError, SceneError
 from ..scene import Body, Contact, Shape
 from ..types import HALFSPACE, TETMESH, TRIMESH
 from . import primitives as prim
 from .mass import UnitMassProperties, box_props, capsule_props, cylinder_props, ellipsoid_props, sphere_props, surface_props
-from .mesh import TetMesh, TriMesh
+from .mesh import TetMesh, TriMesh, boundary_faces
 from .meshfile import compliant_convex, distance_field_tetmesh, is_convex, load_surface, load_tetmesh
 
 __all__ = ["Geometry", "build_geometry", "TETMESH", "TRIMESH", "HALFSPACE"]
@@ -40,8 +41,14 @@ class Geometry:
 
 def build_geometry(body: Body, source: str) -> Geometry:
     """Geometry of `body`; errors name the scene file, the body and the key."""
+    shape, contact = body.shape, body.contact
+    if shape.type in ("sphere", "ellipsoid", "cylinder", "capsule"):
+        problem = prim.resolution_problem(shape.type, contact.compliant, contact.resolution, shape.radius or 0.0,
+                                          shape.length or 0.0, shape.radii)
+        if problem:
+            raise SceneError(f"{source}: body '{body.name}': key 'contact.resolution': {problem}")
     try:
-        return _build(body.shape, body.contact)
+        return _build(shape, contact)
     except MeshError as exc:
         key = "shape.file" if body.shape.file else "shape"
         raise SceneError(f"{source}: body '{body.name}': key '{key}': {exc}") from exc
@@ -113,10 +120,37 @@ def _build_file(shape: Shape, contact: Contact) -> Geometry:
         else:
             if len(pressure) != len(vertices):
                 raise MeshError(f"point data 'pressure' has {len(pressure)} values for {len(vertices)} vertices")
-            mesh = TetMesh(vertices, tets, pressure)
+            mesh = TetMesh(vertices, tets, pressure).validate(f"tet mesh {shape.file}")
+            check_pressure_field(mesh, shape.file)
         mesh = mesh.validate(f"tet mesh {shape.file}")
         surface = mesh.surface().validate(f"boundary of tet mesh {shape.file}")
         return Geometry(TETMESH, True, mesh, surface, E or float(mesh.pressure.max()), 0.0, 0.0, surface_props(surface))
     mesh = TetMesh(vertices, tets, np.zeros(len(vertices))).validate(f"tet mesh {shape.file}")
     surface = mesh.surface().validate(f"boundary of tet mesh {shape.file}")
     return Geometry(TRIMESH, False, None, surface, 0.0, 0.0, 0.0, surface_props(surface))
+
+
+BOUNDARY_PRESSURE_RTOL = 1e-6
+"""A given pressure field counts as zero on the boundary where |p| <= this x max(p)."""
+
+
+def check_pressure_field(mesh: TetMesh, file: str) -> None:
+    """A pressure field given in a VTK file must be finite (TetMesh.validate), >= 0 everywhere
+    with a positive maximum (MeshError otherwise: a negative pressure pulls bodies together),
+    and should be 0 on the boundary (HydroWarning otherwise: contact then starts with a jump of
+    force at first touch instead of growing from zero, unlike every field this package builds
+    and Drake's; legal, e.g. for a pre-loaded pad, but rarely meant)."""
+    p = mesh.pressure
+    if p.min() < 0:
+        i = int(np.argmin(p))
+        raise MeshError(f"point data 'pressure' is negative at vertex {i}: {p[i]:g} Pa; a hydroelastic pressure field "
+                        "is >= 0 (0 on the boundary, growing inward)")
+    if p.max() <= 0:
+        raise MeshError("point data 'pressure' is 0 everywhere; the field must be positive inside the body")
+    boundary = np.unique(boundary_faces(mesh.tets))
+    off = np.abs(p[boundary]) > BOUNDARY_PRESSURE_RTOL * p.max()
+    if off.any():
+        i = int(boundary[np.argmax(off)])
+        warnings.warn(f"{file}: point data 'pressure' is not 0 on the boundary ({int(off.sum())} of {len(boundary)} boundary "
+                      f"vertices, e.g. vertex {i}: {p[i]:g} Pa, max {p.max():g} Pa): contact will start with a jump of "
+                      "force at first touch", HydroWarning, stacklevel=2)

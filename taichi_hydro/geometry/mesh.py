@@ -155,8 +155,10 @@ class TriMesh:
         v, f = self.vertices, self.triangles
         if v.ndim != 2 or v.shape[1] != 3 or len(v) < 4:
             raise MeshError(f"{what}: vertices must have shape (n>=4, 3), got {v.shape}")
-        if f.ndim != 2 or f.shape[1] != 3 or len(f) < 4:
-            raise MeshError(f"{what}: triangles must have shape (m>=4, 3), got {f.shape}")
+        if f.ndim != 2 or f.shape[1] != 3:
+            raise MeshError(f"{what}: triangles must have shape (m, 3), got {f.shape}")
+        if len(f) < 4:
+            raise MeshError(f"{what}: open mesh: {len(f)} triangle(s) cannot enclose a volume (a closed mesh has at least 4)")
         if not np.all(np.isfinite(v)):
             i = int(np.argwhere(~np.isfinite(v))[0, 0])
             raise MeshError(f"{what}: vertex {i} is not finite: {v[i].tolist()}")

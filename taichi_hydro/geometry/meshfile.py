@@ -3,6 +3,8 @@ meshes through meshio (VTK), and the pressure fields we derive for them."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +31,20 @@ def load_surface(path: Path) -> TriMesh:
     restored if the whole mesh is inside out."""
     import trimesh
 
-    path = Path(path)
-    if not path.is_file():
-        raise MeshError(f"mesh file not found: {path}")
+    path = _existing_file(path, "mesh")
+    _check_stl_size(path)
     try:
-        mesh = trimesh.load(str(path), force="mesh", process=True)
-    except Exception as exc:  # trimesh raises many types for unreadable files
-        raise MeshError(f"cannot read mesh file {path}: {exc}") from exc
+        mesh = trimesh.load(str(path), force="mesh", process=False)
+    except Exception as exc:  # trimesh raises many types for unreadable files, ImportError among them
+        detail = "the parser failed" if isinstance(exc, ImportError) else str(exc)
+        raise MeshError(f"cannot read mesh file {path}: not a valid {path.suffix or 'mesh'} file ({detail})") from exc
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
         raise MeshError(f"mesh file {path} holds no triangles")
+    vertices = np.asarray(mesh.vertices, dtype=np.float64)
+    if not np.all(np.isfinite(vertices)):
+        i = int(np.argwhere(~np.isfinite(vertices))[0, 0])
+        raise MeshError(f"mesh file {path}: vertex {i} is not finite: {vertices[i].tolist()}")
+    mesh.process()  # merge duplicate vertices, drop unused ones
     surface = TriMesh(np.asarray(mesh.vertices), np.asarray(mesh.faces))
     if surface.volume() < 0:
         surface = TriMesh(surface.vertices, surface.triangles[:, ::-1])
@@ -49,13 +56,17 @@ def load_tetmesh(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]
     reads (VTK legacy or XML); pressure is the point-data array named "pressure" if present."""
     import meshio
 
-    path = Path(path)
-    if not path.is_file():
-        raise MeshError(f"tet mesh file not found: {path}")
+    path = _existing_file(path, "tet mesh")
+    said = io.StringIO()
     try:
-        m = meshio.read(str(path))
-    except Exception as exc:
-        raise MeshError(f"cannot read tet mesh file {path}: {exc}") from exc
+        # meshio prints its reasons and calls sys.exit when no reader accepts the file: keep both.
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            m = meshio.read(str(path))
+    except (Exception, SystemExit) as exc:
+        detail = "the parser failed" if isinstance(exc, ImportError) else str(exc)
+        if isinstance(exc, SystemExit) or not detail:
+            detail = " ".join(said.getvalue().split()) or "the parser failed"
+        raise MeshError(f"cannot read tet mesh file {path}: not a valid {path.suffix or 'volume mesh'} file ({detail})") from None
     tets = [c.data for c in m.cells if c.type == "tetra"]
     if not tets:
         kinds = sorted({c.type for c in m.cells})
@@ -64,6 +75,35 @@ def load_tetmesh(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]
     if pressure is not None:
         pressure = np.asarray(pressure, dtype=np.float64).reshape(-1)
     return np.asarray(m.points, dtype=np.float64)[:, :3], np.vstack(tets).astype(np.int64), pressure
+
+
+def _existing_file(path, what: str) -> Path:
+    """`path` as a Path; MeshError when it is missing or not a regular file."""
+    path = Path(path)
+    if path.is_dir():
+        raise MeshError(f"{what} file {path} is a directory")
+    if not path.is_file():
+        raise MeshError(f"{what} file not found: {path}")
+    return path
+
+
+def _check_stl_size(path: Path) -> None:
+    """A binary STL (80-byte header, triangle count, 50 bytes per triangle) must have the size its
+    count says; an ASCII one starts with "solid". MeshError names the mismatch otherwise (trimesh
+    would try to decode garbage as text and fail with an unrelated message)."""
+    if path.suffix.lower() != ".stl":
+        return
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(84)
+    if head[:5].lower() == b"solid" and b"facet" in path.read_bytes()[:4096]:
+        return
+    if size < 84:
+        raise MeshError(f"cannot read mesh file {path}: not a valid STL file ({size} bytes, shorter than a binary STL header)")
+    count = int.from_bytes(head[80:84], "little")
+    if size != 84 + 50 * count:
+        raise MeshError(f"cannot read mesh file {path}: not a valid STL file (a binary STL of {count} triangles has "
+                        f"{84 + 50 * count} bytes, this file {size})")
 
 
 def convex_hull(surface: TriMesh) -> TriMesh:

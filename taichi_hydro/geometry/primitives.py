@@ -42,9 +42,52 @@ __all__ = [
     "circle_segments",
     "box_planes",
     "prism_planes",
+    "estimated_elements",
+    "resolution_problem",
+    "MAX_ELEMENTS",
 ]
 
 _MAX_SPHERE_LEVEL = 8
+MAX_ELEMENTS = 8 * 4**_MAX_SPHERE_LEVEL
+"""Most elements (tets or triangles) one round shape may be meshed with: the finest sphere
+(level 8, 524 288 tets, about 60 MB of device memory per world's pools at most)."""
+
+
+MAX_PRISM_SIDES = 512
+"""Most sides of a compliant cylinder's prism: its medial-axis mesh is built in time quadratic
+in the side count (seconds at 512)."""
+
+
+def resolution_problem(kind: str, compliant: bool, resolution: float, radius: float = 0.0, length: float = 0.0,
+                       radii=None) -> str | None:
+    """Why `resolution` [m] is too fine for a round shape (too many elements, or for a compliant
+    cylinder too many sides to build in reasonable time), or None."""
+    if kind == "cylinder" and compliant:
+        sides = circle_segments(radius, resolution)
+        if sides > MAX_PRISM_SIDES:
+            return (f"{resolution:g} m gives a compliant cylinder of {sides} sides, more than {MAX_PRISM_SIDES}; "
+                    f"use resolution >= {2.0 * math.pi * radius / MAX_PRISM_SIDES:.3g} m")
+    count = estimated_elements(kind, resolution, radius, length, radii)
+    if count > MAX_ELEMENTS:
+        return (f"{resolution:g} m would mesh the {kind} with about {count:.3g} elements, more than {MAX_ELEMENTS}; "
+                "use a coarser resolution")
+    return None
+
+
+def estimated_elements(kind: str, resolution: float, radius: float = 0.0, length: float = 0.0, radii=None) -> int:
+    """Elements (tets of the compliant mesh, about as many as the rigid surface's triangles) a
+    round shape of `kind` gets at `resolution` [m], computed without building it."""
+    if kind in ("sphere", "ellipsoid"):
+        r, h = (radius, resolution) if kind == "sphere" else (1.0, resolution / max(radii))
+        chord = min(h, 2.0 * r)
+        level = max(math.ceil(math.log2(math.pi / math.asin(chord / (2.0 * r)))) - 2, 0)
+        return 8 * 4 ** min(level, 64)
+    n = circle_segments(radius, resolution)
+    if kind == "cylinder":
+        return 12 * n
+    s = max(1, math.ceil(length / resolution))
+    m = max(1, math.ceil(0.5 * math.pi * radius / resolution))
+    return 2 * n * (s + 2 * m)
 
 
 def extent_to_pressure(modulus: float, extent: np.ndarray) -> np.ndarray:
