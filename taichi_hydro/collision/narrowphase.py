@@ -124,16 +124,18 @@ def tet_tet(
 
 @ti.func
 def tet_tri(
-    w, pair, ea, eb, flip, Ra, pa, Rb, pb, Xa, Pa, Ga, Xt, Nt, merge_rel, counts: ti.template(),
+    w, pair, ea, eb, flip, Ra, pa, Rb, pb, Xa, Pa, Ga, Xt, Nt, merge_rel, deep, counts: ti.template(),
     poly_i: ti.template(), poly_g: ti.template(), poly_c: ti.template(), poly_n: ti.template(),
     poly_nv: ti.template(), poly_v: ti.template(), poly_vp: ti.template(),
 ):
-    """Compliant tet a vs rigid triangle b: clip the triangle by the tet; n = -triangle normal."""
+    """Compliant tet a vs rigid triangle b: clip the triangle by the tet; n = -triangle normal.
+    Drake's gradient-angle filter applies unless the pair overlaps deeply (deep = 1: the core
+    of a is inside b, see depth.py), where every face of b inside a is part of the surface."""
     origin = Ra @ vec3(Xa[0, 0], Xa[0, 1], Xa[0, 2]) + pa
     a0, a1, a2, a3 = tet_local(Xa, Ra, pa - origin)
     grad_a = Ra @ Ga
     n_tri = Rb @ Nt
-    if clip.gradient_along(grad_a, n_tri) == 1:
+    if deep == 1 or clip.gradient_along(grad_a, n_tri) == 1:
         offset = pb - origin
         t0 = Rb @ vec3(Xt[0, 0], Xt[0, 1], Xt[0, 2]) + offset
         t1 = Rb @ vec3(Xt[1, 0], Xt[1, 1], Xt[1, 2]) + offset
@@ -161,6 +163,7 @@ def clip_candidates(
     tri_n_G: nd(dtype=vec3, ndim=1),
     geom_scale: nd(dtype=float, ndim=2),
     merge_rel: float,
+    pair_deep: nd(dtype=ti.i32, ndim=2),
     poly_i: nd(dtype=ivec4, ndim=1),
     poly_g: nd(dtype=poly_record, ndim=1),
     poly_c: nd(dtype=vec3, ndim=1),
@@ -169,7 +172,8 @@ def clip_candidates(
     poly_v: nd(dtype=poly_vertices, ndim=1),
     poly_vp: nd(dtype=poly_vertex_values, ndim=1),
 ):
-    """Reads the candidates of hashed pairs; appends their polygons."""
+    """Reads the candidates of hashed pairs and pair_deep (depth.pair_depth); appends their
+    polygons."""
     n_cand = ti.min(counts[C_CANDIDATES], cand.shape[0])
     for c in range(n_cand):
         key = cand[c]
@@ -190,7 +194,7 @@ def clip_candidates(
                     poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
         else:
             tet_tri(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
-                    tri_X_G[ib], tri_n_G[ib], merge_rel, counts,
+                    tri_X_G[ib], tri_n_G[ib], merge_rel, pair_deep[w, pair], counts,
                     poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
 
 

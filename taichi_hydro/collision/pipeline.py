@@ -12,11 +12,12 @@ import numpy as np
 import taichi as ti
 
 from ..errors import CapacityError
-from ..model import Model
+from ..model import Model, _upload
 from ..plan import Plan
 from ..scan import block_count, block_sum_size, scan_add_copy, scan_blocks, scan_sums
-from ..types import COUNTER_SLOTS, box3, ivec2, ivec4
+from ..types import COUNTER_SLOTS, box3, host_float, ivec2, ivec4, vec3
 from . import broadphase as bp
+from . import depth
 from . import narrowphase as narrow
 from .clip import MERGE_REL
 from .pools import CAPACITY_NAMES, Capacities, PolygonPool
@@ -33,6 +34,9 @@ class Collision:
 
     counts (COUNTER_SLOTS,) i32: rows each pool needed in the last pass (types.C_*);
     pair_active (W, P) i32, pair_box (W, P) box3 [m]: pairs whose bounds overlap, and where;
+    pair_deep (W, P) i32: 1 where a compliant mesh's core is inside the rigid geometry of its
+      pair (deep overlap, see depth); geom_core_G (G, depth.CORE_POINTS) vec3 [m] and
+      geom_core_n (G,) i32: each compliant mesh's core points and their count;
     geom_region (W, G, REGION_BOXES) box3, geom_region_pair, geom_region_n: the active pairs'
       boxes per geometry (broadphase);
     act_we, act_box: active elements (world, element) and their clamped boxes;
@@ -52,6 +56,11 @@ class Collision:
         self.counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(box3, (W, P))
+        self.pair_deep = ti.ndarray(ti.i32, (W, P))  # zeros until pair_depth writes it
+        cores, core_count = depth.geometry_cores(model.host)
+        self.geom_core_G = ti.ndarray(vec3, cores.shape[:2])
+        self.geom_core_G.from_numpy(cores.astype(host_float()))
+        self.geom_core_n = _upload(ti.i32, core_count)
         self.geom_region = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
         self.geom_region_pair = ti.ndarray(ti.i32, (W, G, bp.REGION_BOXES))
         self.geom_region_n = ti.ndarray(ti.i32, (W, G))
@@ -102,6 +111,8 @@ class Collision:
         if m.pair_count == 0:
             return
         plan.add(bp.pair_activity)
+        if depth.has_deep_pairs(m.host):
+            plan.add(depth.pair_depth)
         if m.hash_elem_count > 0:
             plan.add(bp.geometry_regions)
             plan.add(bp.insert_elements)

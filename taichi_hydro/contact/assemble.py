@@ -7,6 +7,20 @@ Per polygon of area A, pressure p0 at the centroid and directional gradients gA,
 A polygon whose gA or gB is below 1e-6 of its side's |grad p| is skipped: at box edges the
 gradient lies in the surface up to round-off and would give phi0 ~ -1e13 m (DESIGN §1).
 
+Deep overlap (collision.depth: a compliant mesh with part of its core, the medial axis where
+its pressure is largest, inside the rigid half-space or mesh of its pair): the pressure on
+the rigid surface grows as the bodies separate, gA < 0 on (nearly) every polygon, and where
+the surface cuts the core along its length (an upright capsule or tall box, a fan mesh's side
+tets) the gradient lies in the surface, gA ~ 0. The rule above skips them all: the compliant
+body used to fall through while the contact query reported its static force pushing it out.
+For such a pair the point contact of every polygon uses
+    gA* = max(|gA|, 1e-6 |grad pA|),  k = gA* A,  phi0 = -p0 / gA*
+so the force at the current pose is the static A p0 along n, with a positive stiffness (the
+true rate, a pressure that grows with separation, would be a negative one), and a polygon
+whose gradient lies in the surface keeps A p0 over the step. Once the core is out, the pair
+is an ordinary one again. Other pairs are unchanged: gA <= 1e-6 |grad pA| is skipped, as in
+Drake, where gA < 0 marks the far faces of a thin rigid feature.
+
 Regularisation of the cone complementarity problem (Drake SAP, Chrono; DESIGN §3):
     R_n = 1 / (dt k (dt + tau)),   v_hat_n = -phi0 / (dt + tau),   R_t = sigma w
 with tau = tau_KelvinVoigt + d_HuntCrossley (-phi0)+ and w the trace/3 of the contact's
@@ -32,8 +46,8 @@ from ..math3d import orthonormal_frame, quat_to_mat, skew
 from ..solver.cone import project_cone
 from ..types import (
     BODY_DYNAMIC, C_POLYGONS, ID_A, ID_B, ID_PAIR, ID_WORLD, K_PAIR, K_WORLD, M_FORCE0, M_K, M_PHI0, M_TAU, P_BODY_HI, P_BODY_LO,
-    PF_D, PF_MU, PF_TAU, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_P0, contact_reg, ivec4, ivec8, mat3, nd, poly_record,
-    vec3, vec4,
+    PF_D, PF_MU, PF_TAU, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_GRAD_B, POLY_P0, contact_reg, ivec4, ivec8, mat3, nd,
+    poly_record, vec3, vec4,
 )
 from .warmstart import lookup
 
@@ -45,15 +59,30 @@ TWO_PI_SQ = 39.47841760435743  # (2 pi)^2
 
 
 @ti.func
-def valid_polygon(g: poly_record) -> ti.i32:
+def valid_polygon(g: poly_record, deep: ti.i32) -> ti.i32:
     """1 when a polygon can be a point contact: positive area and gradients gA, gB that are
-    positive and not round-off relative to |grad p| (inf on a rigid side)."""
+    positive and not round-off relative to |grad p| (inf on a rigid side); in a deep pair
+    (deep = 1), gradients of any sign and size (not NaN: see deep_gradient)."""
     ok = 1 if g[POLY_AREA] > 0.0 else 0
     for side in ti.static(range(2)):
         gs, gn = g[POLY_GA + side], g[POLY_GRAD_A + side]
-        if gs != INF and not gs > GRADIENT_REL * gn:
+        if deep == 1:
+            if not ti.abs(gs) >= 0.0:  # NaN
+                ok = 0
+        elif gs != INF and not gs > GRADIENT_REL * gn:
             ok = 0
     return ok
+
+
+@ti.func
+def deep_gradient(gs: float, gn: float) -> float:
+    """The directional gradient a deep pair's point contact uses [Pa/m]: |gs|, at least
+    GRADIENT_REL |grad p| = gn (a rigid side's inf stays inf: no arithmetic on it, which
+    fast math does not keep)."""
+    out = gs
+    if gs != INF:
+        out = ti.max(ti.abs(gs), GRADIENT_REL * gn)
+    return out
 
 
 @ti.func
@@ -95,6 +124,7 @@ def count_contacts(deterministic: bool):
         pair_weight: nd(dtype=float, ndim=2),
         poly_slot: nd(dtype=ti.i32, ndim=1),
         pair_rows: nd(dtype=ti.i32, ndim=2),
+        pair_deep: nd(dtype=ti.i32, ndim=2),
     ):
         """Writes poly_slot (index of the polygon's contact within its world, -1 if skipped;
         deterministic: its arrival index within its pair, and pair_rows the count per pair, see
@@ -113,7 +143,7 @@ def count_contacts(deterministic: bool):
         for k in range(n):
             w, pair = poly_i[k][K_WORLD], poly_i[k][K_PAIR]
             slot = -1
-            if world_status[w] == 0 and valid_polygon(poly_g[k]) == 1:
+            if world_status[w] == 0 and valid_polygon(poly_g[k], pair_deep[w, pair]) == 1:
                 slot = ti.atomic_add(world_start[w], 1)
                 if ti.static(deterministic):
                     slot = ti.atomic_add(pair_rows[w, pair], 1)
@@ -156,6 +186,7 @@ def assemble_contacts(deterministic: bool):
         c_ra: nd(dtype=vec3, ndim=1),
         c_rb: nd(dtype=vec3, ndim=1),
         c_model: nd(dtype=vec4, ndim=1),
+        pair_deep: nd(dtype=ti.i32, ndim=2),
     ):
         """Point-contact model of each kept polygon, written at its world's rows.
         Writes c_ids (columns types.ID_*), c_key (the polygon's identity: world, pair, element
@@ -177,7 +208,10 @@ def assemble_contacts(deterministic: bool):
                 centroid = poly_c[k]
                 ra = centroid - (body_p[w, a] + quat_to_mat(body_q[w, a]) @ body_com_B[a])
                 rb = centroid - (body_p[w, b] + quat_to_mat(body_q[w, b]) @ body_com_B[b])
-                g = series_gradient(g8[POLY_GA], g8[POLY_GB])
+                ga, gb = g8[POLY_GA], g8[POLY_GB]
+                if pair_deep[w, pair] == 1:  # deep overlap (module docstring)
+                    ga, gb = deep_gradient(ga, g8[POLY_GRAD_A]), deep_gradient(gb, g8[POLY_GRAD_B])
+                g = series_gradient(ga, gb)
                 stiffness = g * g8[POLY_AREA]
                 phi0 = -g8[POLY_P0] / g
                 mat = pair_f[w % pair_f.shape[0], pair]
