@@ -6,8 +6,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 th_system vulkan || true   # GGUI renders through Vulkan (Mesa's lavapipe on a machine without a GPU)
 th_venv
-mkdir -p out
-.venv/bin/taichi-hydro run scenes/pile.toml --time 1.5 --json "$@" > out/pile_summary.json
+.venv/bin/taichi-hydro run scenes/pile.toml --time 1.5 --summary out/pile_summary.json "$@"
 th_log "summary written to out/pile_summary.json"
 .venv/bin/python -c "import json; s = json.load(open('out/pile_summary.json')); print(json.dumps({k: s[k] for k in ('scene', 'arch', 'worlds', 'steps', 'wall_s', 'world_steps_per_s', 'polygons_mean', 'solver_iterations_mean', 'diverged_worlds')}, indent=1))"
 .venv/bin/taichi-hydro view scenes/pile.toml --record out/pile.gif --frames 45

@@ -14,7 +14,7 @@ from .errors import SceneError
 from .params import sample_values, scene_parameters
 from .plan import Plan
 from .state import STATE_FIELDS, checked_state, reset_worlds, select_worlds
-from .types import FROZEN_REASONS
+from .types import FROZEN_REASONS, host_float
 
 __all__ = ["WorldAccess", "live"]
 
@@ -41,7 +41,7 @@ class WorldAccess:
         self._initial = {}
         for (name, width), rows in zip(STATE_FIELDS, ([x.p_WB for x in b], [x.q_WB for x in b], [x.v_WB for x in b],
                                                      [x.w_WB for x in b])):
-            v = checked_state(name, [rows], width, np.zeros(1, dtype=int), self.body_names, "scene", self._float())
+            v = checked_state(name, [rows], width, np.zeros(1, dtype=int), self.body_names, "scene", host_float())
             self._initial[name] = self._upload_rows(v)
         self.world_row = ti.ndarray(ti.i32, self.worlds)
         stage = {f"stage_{k}": self._initial[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)}
@@ -59,7 +59,7 @@ class WorldAccess:
         """A new (n, B) vec3/vec4 ndarray holding v (n, B, 3|4), in the device float type."""
         arr = ti.ndarray(ti.types.vector(v.shape[2], float), v.shape[:2])
         spend_launches(1)
-        arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+        arr.from_numpy(np.ascontiguousarray(v, dtype=host_float()))
         return arr
 
     @live
@@ -107,7 +107,7 @@ class WorldAccess:
         unknown = sorted(set(state) - set(keys))
         if unknown:
             raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
-        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset", self._float())
+        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset", host_float())
                    for name, width in STATE_FIELDS if name in state}
         if len(selected) == 0:
             return {}
@@ -134,9 +134,9 @@ class WorldAccess:
             if interop.is_tensor(value):
                 self._rows_from_tensor(name, value, arr, width, normalise=width == 4)
                 continue
-            v = checked_state(name, value, width, every, self.body_names, "set_state", self._float())
+            v = checked_state(name, value, width, every, self.body_names, "set_state", host_float())
             spend_launches(1)
-            arr.from_numpy(np.ascontiguousarray(v, dtype=self._float()))
+            arr.from_numpy(np.ascontiguousarray(v, dtype=host_float()))
 
     def _rows_from_tensor(self, name: str, value, arr, width: int, normalise: bool = False) -> None:
         """arr[w, b] = value[w, b, :] on the device; a non-finite row (or a zero quaternion)
@@ -163,9 +163,9 @@ class WorldAccess:
             if interop.is_tensor(value):
                 self._rows_from_tensor(name, value, arr, 3)
                 continue
-            v = checked_state(name, value, 3, np.arange(self.worlds), self.body_names, "set_control", self._float())
+            v = checked_state(name, value, 3, np.arange(self.worlds), self.body_names, "set_control", host_float())
             spend_launches(1)
-            arr.from_numpy(v.astype(self._float()))
+            arr.from_numpy(v.astype(host_float()))
 
     @live
     def world_status(self) -> np.ndarray:
@@ -241,7 +241,7 @@ class WorldAccess:
             torch = interop.torch_module()
             out = {}
             for name, arr in fields.items():
-                t = torch.empty((*arr.shape, arr.n), dtype=torch.float32 if self._float() == np.float32 else torch.float64,
+                t = torch.empty((*arr.shape, arr.n), dtype=torch.float32 if host_float() == np.float32 else torch.float64,
                                 device=interop.torch_device())
                 interop.rows_to_external(arr, t, arr.n)
                 out[name] = t

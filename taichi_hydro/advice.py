@@ -6,7 +6,8 @@ The rules, each an estimate from the model's own scales:
 - Sinking. A dynamic body of mass m resting on a contact sinks delta = m |g| / k under its own
   weight, where k is the contact's stiffness: the smaller of the pressure field's, g_p A (g_p
   the pressure gradient [Pa/m] of the compliant side, E over its half thickness or E/H for a
-  slab, in series when both sides are compliant; A = (2 L)^2 the body's footprint), and the
+  slab, in series when both sides are compliant; A = (2 L)^2, the footprint of a body whose
+  smallest half extent is L), and the
   near-rigid cap m (beta/dt)^2 the solver applies (SolverSettings.beta). When delta exceeds
   half the body's half thickness L (the smallest half extent of its bounding box) the pressure
   field is crossed past its core and the body may pass through: the time step is too large
@@ -75,7 +76,7 @@ def findings(scene, host, beta: float, relaxation_fraction: float | None) -> lis
             compliance = sum(1.0 / _gradient(host, g) for g in (ga, gb))
             if compliance == 0.0:
                 continue
-            footprint = (2.0 * min(L, _half_thickness(host, other))) ** 2
+            footprint = (2.0 * L) ** 2
             k = min(footprint / compliance, m * (beta / scene.dt) ** 2)
             sink = m * g_mag / k
             if sink > 0.5 * L:

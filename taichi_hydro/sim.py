@@ -10,7 +10,7 @@ import taichi as ti
 from . import integrator as ig
 from .access import WorldAccess, live
 from .advice import warn_unlikely
-from .backend import current_arch, current_precision, generation, require_init, spend_launches
+from .backend import current_arch, generation, require_init, spend_launches
 from .checks import integer
 from .collision import Capacities, Collision
 from .collision.surfaces import ContactSurface, group_surfaces
@@ -28,7 +28,7 @@ from .scene import Scene
 from .solver import BilateralRows, SolverData, SolverOptions, add_solve
 from .state import Control, State
 from .stats import track_counts
-from .types import COUNTER_SLOTS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS
+from .types import COUNTER_SLOTS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS, host_float
 
 __all__ = ["Simulator"]
 
@@ -91,7 +91,7 @@ class Simulator(WorldAccess):
         B, P = host.body_count, host.pair_count
         collision = Collision(self.model, W, capacities, max_capacity)
         capacity = collision.pool.capacity
-        return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, self._float()),
+        return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, host_float()),
                 "collision": collision, "rows": ContactRows(W, B, P, capacity), "warm": WarmStartTable(W, P, capacity),
                 "solver": SolverData(self.options, W, B, capacity),
                 "bilateral": BilateralRows(W, B),  # none yet: joint rows (Newton only)
@@ -138,9 +138,6 @@ class Simulator(WorldAccess):
     @property
     def schedule(self) -> str:
         return self.options.schedule
-
-    def _float(self):
-        return np.float64 if current_precision() == "f64" else np.float32
 
     # ----------------------------------------------------------------------------- bindings
 

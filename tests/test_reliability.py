@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import taichi_hydro as th
 from taichi_hydro import advice
@@ -20,6 +22,15 @@ from taichi_hydro.output import append_text, atomic_write, check_output, write_t
 
 ROOT = Path(__file__).resolve().parents[1]
 BALL = str(ROOT / "scenes" / "ball_drop.toml")
+
+
+@pytest.fixture
+def host_side(arch):
+    """Command-line behaviour that does not depend on the backend (argument checks, file
+    writes) runs in the cpu session only."""
+    if arch != "cpu":
+        pytest.skip("host-side behaviour: checked in the cpu run")
+    return arch
 
 
 def cli(*args, ulimit_kb: int | None = None, cwd=None):
@@ -94,24 +105,24 @@ def test_check_output_refuses_a_read_only_folder(tmp_path):
         tmp_path.chmod(0o700)
 
 
-def test_cli_run_under_a_file_size_limit_keeps_the_previous_trajectory(arch, tmp_path):
+def test_cli_run_under_a_file_size_limit_keeps_the_previous_trajectory(host_side, tmp_path):
     """`ulimit -f` makes the .npz write fail past 8 KiB: exit 2, the previous file intact, no
     temporary file left; without the limit the same command writes a loadable file."""
     good = tmp_path / "traj.npz"
-    r = cli("run", BALL, "--arch", arch, "--steps", "600", "--out", good)  # also fills the compile cache
+    r = cli("run", BALL, "--steps", "600", "--out", good)  # also fills the compile cache
     assert r.returncode == 0, r.stderr
     before = good.read_bytes()
     assert len(before) > 8 * 1024
     np.load(good)["position"]
-    r = cli("run", BALL, "--arch", arch, "--steps", "700", "--out", good, ulimit_kb=8)
+    r = cli("run", BALL, "--steps", "700", "--out", good, ulimit_kb=8)
     assert_clear_error(r, "cannot write", "traj.npz", "unchanged")
     assert good.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["traj.npz"]
 
 
-def test_cli_summary_file_is_written_atomically_and_says_where(arch, tmp_path):
+def test_cli_summary_file_is_written_atomically_and_says_where(host_side, tmp_path):
     summary = tmp_path / "out" / "summary.json"
-    r = cli("run", BALL, "--arch", arch, "--steps", "5", "--summary", summary)
+    r = cli("run", BALL, "--steps", "5", "--summary", summary)
     assert r.returncode == 0, r.stderr
     data = json.loads(summary.read_text())
     assert data["steps"] == 5 and data["frozen_worlds"] == {}
@@ -149,7 +160,7 @@ BAD_COMMANDS = [
 
 
 @pytest.mark.parametrize("args, fragments", BAD_COMMANDS, ids=[" ".join(a[:1] + a[2:]) for a, _ in BAD_COMMANDS])
-def test_bad_command_lines_exit_2_with_one_clear_line(args, fragments, tmp_path):
+def test_bad_command_lines_exit_2_with_one_clear_line(host_side, args, fragments, tmp_path):
     """None of these reaches the backend: each is refused from its arguments (or the scene
     file) alone, before Taichi starts."""
     r = cli(*args, cwd=ROOT)
@@ -157,7 +168,7 @@ def test_bad_command_lines_exit_2_with_one_clear_line(args, fragments, tmp_path)
     assert "Starting on arch" not in r.stderr
 
 
-def test_bad_scene_files_exit_2_naming_file_and_key(tmp_path):
+def test_bad_scene_files_exit_2_naming_file_and_key(host_side, tmp_path):
     cases = {
         "latin1.toml": ("[sim]\ndt = 0.001 # caf\xe9\n".encode("latin-1"), ["latin1.toml", "not UTF-8"]),
         "int64.toml": (Path(BALL).read_text().replace("[sim]", "[solver]\niterations = 10000000000\n\n[sim]", 1).encode(),
@@ -287,3 +298,49 @@ def test_a_frozen_world_says_why(arch):
     sim.step(2)
     assert sim.world_status().tolist() == [0, th.FROZEN_SPEED, 0]
     assert sim.frozen_reasons() == {1: th.FROZEN_REASONS[th.FROZEN_SPEED]}
+
+
+# ----------------------------------------------------------------------------- API fuzz
+
+API_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**65), max_value=2**65), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=4), st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=4),
+    st.sampled_from([np.zeros((2, 2, 3)), np.ones((2, 2, 4)), np.full((2, 2, 3), 1e39), np.full((2, 2), np.nan), np.zeros((3, 2, 3)),
+                     np.array([True, False]), np.array([0, 0]), [0, 5], -1, 2, {"position": np.zeros((2, 2, 3))}, {"x": 1}]),
+)
+API_CALLS = ["step", "set_state", "set_control", "set_parameters", "reset", "contact_surfaces", "contact_forces",
+             "world_steps", "sample_parameters"]
+
+
+@pytest.fixture(scope="module")
+def fuzz_sim(arch):
+    return th.Simulator(th.load_scene(BALL), worlds=2)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=st.sampled_from(API_CALLS), key=st.sampled_from(["position", "orientation", "velocity", "force", "torque", "mass",
+                                                             "friction", "modulus", "gravity", "worlds", "state", "world"]),
+       value=API_VALUES)
+def test_public_api_calls_with_any_argument_succeed_or_raise_a_hydro_error(fuzz_sim, call, key, value):
+    """Any value for any keyword of the batch API either works or raises a HydroError; the
+    simulator stays usable (finite state) either way."""
+    sim = fuzz_sim
+    method = getattr(sim, call)
+    try:
+        if call == "step":
+            long_run = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 2
+            method(2 if long_run else value)  # a valid long run is valid: keep it short
+        elif call in ("contact_surfaces", "contact_forces"):
+            method(world=value)
+        elif call == "world_steps":
+            method()
+        elif call == "sample_parameters":
+            method(value, **{key: (0.5, 1.5)} if key in ("mass", "friction", "modulus") else {})
+        else:
+            method(**{key: value})
+    except th.HydroError:
+        pass
+    except TypeError as exc:  # only a keyword the method does not take is the caller's TypeError
+        assert "unexpected keyword argument" in str(exc), exc
+    state = sim.get_state()
+    assert all(np.all(np.isfinite(v)) for v in state.values())
