@@ -20,36 +20,31 @@ from .errors import ArgumentError
 __all__ = ["main"]
 
 
-def _integer_arg(minimum: int, maximum: int = INT32_MAX):
-    """argparse type: an integer in [minimum, maximum] (argparse reports a bad one, exit 2)."""
+def _checked(convert, problem, what: str):
+    """argparse type: `convert(text)`, then `problem(value)` (checks.*_problem); argparse reports
+    a bad value in one line with exit status 2."""
 
-    def parse(text: str) -> int:
+    def parse(text: str):
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        problem = integer_problem(value, minimum, maximum)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        message = problem(value)
+        if message:
+            raise argparse.ArgumentTypeError(message)
         return value
 
     return parse
+
+
+def _integer_arg(minimum: int, maximum: int = INT32_MAX):
+    """An integer in [minimum, maximum]."""
+    return _checked(int, lambda v: integer_problem(v, minimum, maximum), "an integer")
 
 
 def _real_arg(minimum: float, maximum: float = math.inf):
-    """argparse type: a finite real in [minimum, maximum]."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-        problem = real_problem(value, minimum, maximum)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
-        return value
-
-    return parse
+    """A finite real in [minimum, maximum]."""
+    return _checked(float, lambda v: real_problem(v, minimum, maximum), "a number")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:

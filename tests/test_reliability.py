@@ -344,3 +344,13 @@ def test_public_api_calls_with_any_argument_succeed_or_raise_a_hydro_error(fuzz_
         assert "unexpected keyword argument" in str(exc), exc
     state = sim.get_state()
     assert all(np.all(np.isfinite(v)) for v in state.values())
+
+
+def test_the_command_line_shows_warnings_in_one_line(host_side, tmp_path):
+    text = Path(BALL).read_text().replace("dt = 1e-3", "dt = 0.2").replace("dt = 0.001", "dt = 0.2")
+    assert "dt = 0.2" in text
+    (tmp_path / "coarse.toml").write_text(text)
+    r = cli("run", tmp_path / "coarse.toml", "--steps", "3")
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert len(lines) == 1 and lines[0].startswith("taichi-hydro: warning: ") and "would sink" in lines[0], r.stderr
