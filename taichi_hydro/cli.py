@@ -186,7 +186,7 @@ def _run(args) -> int:
         check_output(args.summary, (".json",), "--summary", create_folder=True)
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
-        raise ArgumentError(f"--time {args.time}: {steps} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
+        raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
     th.init(args.arch)
     sim = th.Simulator(scene, worlds=args.worlds)
     record = args.out is not None

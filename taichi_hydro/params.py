@@ -179,6 +179,19 @@ def inverse_mass_inertia(data: ModelData, mass: np.ndarray) -> tuple[np.ndarray,
     return inv_mass, inv_inertia
 
 
+def check_inverse_inertia(data: ModelData, inv_mass: np.ndarray, inv_inertia: np.ndarray, float_type, where: str) -> None:
+    """SceneError naming the body and world whose 1/m or inverse inertia (W, B[, 3, 3]) the
+    device float cannot hold (a shape far too small or too large for its mass: its inertia
+    m r^2 leaves the float32 range, and the body would stop turning or turn without bound)."""
+    names = [b.name for b in data.scene.bodies]
+    for values, what in ((inv_mass, "1/mass"), (inv_inertia, "inverse inertia")):
+        bad = unrepresentable(values, float_type)
+        if bad.any():
+            w, b = np.argwhere(bad)[0][:2]
+            raise SceneError(f"{where}: body '{names[b]}' in world {w}: its {what} {range_problem(values[w, b], float_type)}; "
+                             "the shape is too small or too large for its mass")
+
+
 def pressure_scale(data: ModelData, modulus: np.ndarray) -> np.ndarray:
     """(W, G) E / E_scene of every compliant geometry (1 for rigid ones), from the per-body
     moduli (W, B): every compliant geometry of a body scales with the body's modulus."""
@@ -270,6 +283,7 @@ class WorldParams:
         inv_mass = np.where(dynamic, 1.0 / np.where(dynamic, data.body_mass, 1.0), 0.0)
         inv_inertia = np.zeros_like(data.body_inertia_B)
         inv_inertia[dynamic] = np.linalg.inv(data.body_inertia_B[dynamic])
+        check_inverse_inertia(data, inv_mass[None], inv_inertia[None], float_type, data.scene.source)
         P = max(data.pair_count, 1)
         self.body_inv_mass = self._upload(float, (1, data.body_count), inv_mass[None])
         self.body_inv_inertia_B = self._upload(mat3, (1, data.body_count), inv_inertia[None])
@@ -299,13 +313,15 @@ class WorldParams:
                   for name, value in (("mass", mass), ("friction", friction), ("dissipation", dissipation), ("modulus", modulus))
                   if value is not None}
         g = parse_gravity(gravity, self.worlds, self._float) if gravity is not None else None
+        if "mass" in parsed:
+            inv_mass, inv_inertia = inverse_mass_inertia(self.data, parsed["mass"])
+            check_inverse_inertia(self.data, inv_mass, inv_inertia, self._float, "set_parameters: mass")
         for name, value in parsed.items():
             setattr(self.values, name, value)
         if g is not None:
             self.values.gravity = g
             self._set("gravity", vec3, g)
         if "mass" in parsed:
-            inv_mass, inv_inertia = inverse_mass_inertia(self.data, self.values.mass)
             self._set("body_inv_mass", float, inv_mass)
             self._set("body_inv_inertia_B", mat3, inv_inertia)
         if {"friction", "dissipation", "modulus"} & set(parsed) and self.data.pair_count:

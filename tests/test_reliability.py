@@ -174,6 +174,8 @@ def test_bad_scene_files_exit_2_naming_file_and_key(host_side, tmp_path):
         "int64.toml": (Path(BALL).read_text().replace("[sim]", "[solver]\niterations = 10000000000\n\n[sim]", 1).encode(),
                        ["int64.toml", "'iterations'", "2147483647"]),
         "huge.toml": (Path(BALL).read_text().replace("mass = 0.5", "mass = 1e39").encode(), ["huge.toml", "'mass'", "float32"]),
+        "speck.toml": (Path(BALL).read_text().replace("radius = 0.05", "radius = 1e-30").encode(),
+                       ["speck.toml", "'ball'", "inverse inertia", "too small or too large for its mass"]),
         "cylinder.toml": (b'[[body]]\nname = "c"\nmass = 1\n[body.shape]\ntype = "cylinder"\nradius = 0.1\nlength = 0.2\n'
                           b'[body.contact]\nmodulus = 1e5\nresolution = 1e-5\n',
                           ["cylinder.toml", "'contact.resolution'", "sides"]),
@@ -207,6 +209,7 @@ def test_api_arguments_of_the_wrong_type_or_range_raise_hydro_errors(arch):
         (lambda: sim.set_control(torque=np.zeros((2, 3))), "shape"),
         (lambda: sim.set_parameters(mass=1e-45), "float32"), (lambda: sim.set_parameters(gravity=[0, 0, 1e40]), "float32"),
         (lambda: sim.set_parameters(friction="slippery"), "numeric"),
+        (lambda: sim.set_parameters(mass=1e-37), "inverse inertia"),
     ]:
         with pytest.raises(th.HydroError, match=fragment):
             call()
