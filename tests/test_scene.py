@@ -218,6 +218,45 @@ def test_inverted_tet_in_vtk_is_refused(tmp_path, arch):
     assert "body 'part'" in msg and "inverted tet" in msg and "tet 7" in msg and "pad.vtk" in msg
 
 
+@pytest.mark.parametrize("edit, outcome", [
+    ("negative", "refused"), ("zero", "refused"), ("nan", "refused"), ("boundary", "warned"), ("as_built", "accepted"),
+])
+def test_a_vtk_pressure_field_is_checked(tmp_path, edit, outcome):
+    """A given field must be finite and >= 0 with a positive maximum (refused otherwise); one not
+    zero on the boundary is legal but warned about (contact would start with a jump)."""
+    import warnings
+
+    from taichi_hydro.geometry.mesh import boundary_faces
+    from taichi_hydro.model import build_model
+
+    mesh = prim.compliant_box((0.1, 0.1, 0.1), 1e5)
+    p = mesh.pressure.copy()
+    interior = np.flatnonzero(p > 0)[0]
+    if edit == "negative":
+        p[interior] = -5.0
+    elif edit == "zero":
+        p[:] = 0.0
+    elif edit == "nan":
+        p[interior] = np.nan
+    elif edit == "boundary":
+        p[np.unique(boundary_faces(mesh.tets))[0]] = 0.2 * p.max()
+    name = f"pad_{edit}.vtk"
+    meshio.write(str(tmp_path / name), meshio.Mesh(mesh.vertices, [("tetra", mesh.tets)], point_data={"pressure": p}))
+    scene = th.load_scene(mesh_scene(tmp_path, "tetmesh", name, "hydro = \"compliant\""))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if outcome == "refused":
+            with pytest.raises(th.SceneError) as err:
+                build_model(scene)
+            assert name in str(err.value) and "body 'part'" in str(err.value) and "pressure" in str(err.value)
+        else:
+            build_model(scene)
+    warned = [w for w in caught if issubclass(w.category, th.HydroWarning)]
+    assert (len(warned) == 1) == (outcome == "warned"), [str(w.message) for w in warned]
+    if warned:
+        assert name in str(warned[0].message) and "boundary" in str(warned[0].message)
+
+
 def test_vtk_without_pressure_needs_modulus(tmp_path, arch):
     mesh = prim.compliant_box((0.1, 0.1, 0.1), 1e5)
     meshio.write(str(tmp_path / "pad.vtk"), meshio.Mesh(mesh.vertices, [("tetra", mesh.tets)]))

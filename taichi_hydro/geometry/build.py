@@ -143,10 +143,10 @@ def check_pressure_field(mesh: TetMesh, file: str) -> None:
     p = mesh.pressure
     if p.min() < 0:
         i = int(np.argmin(p))
-        raise MeshError(f"point data 'pressure' is negative at vertex {i}: {p[i]:g} Pa; a hydroelastic pressure field "
-                        "is >= 0 (0 on the boundary, growing inward)")
+        raise MeshError(f"{file}: point data 'pressure' is negative at vertex {i}: {p[i]:g} Pa; a hydroelastic pressure "
+                        "field is >= 0 (0 on the boundary, growing inward)")
     if p.max() <= 0:
-        raise MeshError("point data 'pressure' is 0 everywhere; the field must be positive inside the body")
+        raise MeshError(f"{file}: point data 'pressure' is 0 everywhere; the field must be positive inside the body")
     boundary = np.unique(boundary_faces(mesh.tets))
     off = np.abs(p[boundary]) > BOUNDARY_PRESSURE_RTOL * p.max()
     if off.any():
