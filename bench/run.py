@@ -25,6 +25,7 @@ import numpy as np
 
 import taichi_hydro as th
 from taichi_hydro.output import append_text, check_output, write_text
+from taichi_hydro.progress import progress_bar
 
 from . import cases as registry
 from .machine import describe, machine
@@ -391,6 +392,7 @@ def main(argv=None) -> int:
     if args.suite == "dynamics":
         jobs = [(name, w) for name in names for w in (wanted or _worlds(registry.find_dynamics(name), args.quick))
                 if args.max_worlds is None or w <= args.max_worlds]
+    bar = progress_bar(len(arches) * len(jobs), "job", "bench")
     for arch in arches:
         for name, worlds in jobs:
             cmd = [sys.executable, "-m", "bench.run", args.suite, "--worker", "--arch", arch, "--cases", name]
@@ -412,6 +414,8 @@ def main(argv=None) -> int:
             rows += new
             if args.out:  # rows are kept as they come, so an interrupted run loses nothing
                 append_text(str(args.out) + ".partial", "".join(json.dumps(r) + "\n" for r in new))
+            bar.update(1)
+    bar.close()
     if args.drake:
         rows += drake_contact(names, args.quick) if args.suite == "contact" else drake_dynamics(names, args.quick, args.drake_processes)
     add_ratios(rows)

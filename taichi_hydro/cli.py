@@ -69,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="write the trajectory (.npz)")
     r.add_argument("--json", action="store_true", help="print a JSON summary")
     r.add_argument("--summary", help="also write the JSON summary to this file (.json)")
+    r.add_argument("--plot", help="write a plot of contact forces, polygons, solver iterations and energy over time (.png)")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
@@ -161,29 +162,21 @@ def _contact(args) -> int:
     return 0
 
 
-def _progress(done: int, total: int, t0: float) -> None:
-    if not sys.stderr.isatty():
-        return
-    width = 30
-    filled = int(width * done / max(total, 1))
-    rate = done / max(time.perf_counter() - t0, 1e-9)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} steps, {rate:.0f} steps/s")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
 def _run(args) -> int:
     import numpy as np
 
     import taichi_hydro as th
+    from taichi_hydro.history import History
     from taichi_hydro.output import atomic_write, check_output, write_text
+    from taichi_hydro.progress import progress_bar
 
     scene = th.load_scene(args.scene)
     if args.out is not None:
         check_output(args.out, (".npz",), "--out", create_folder=True)
     if args.summary is not None:
         check_output(args.summary, (".json",), "--summary", create_folder=True)
+    if args.plot is not None:
+        check_output(args.plot, (".png",), "--plot", create_folder=True)
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
         raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
@@ -198,18 +191,24 @@ def _run(args) -> int:
         for k in ("position", "orientation", "velocity", "angular_velocity"):
             frames[k].append(state[k])
 
+    history = History(sim) if args.plot is not None else None
     if record:
         snapshot()
+    if history is not None:
+        history.record()
     t0 = time.perf_counter()
-    block = args.every if record else max(1, min(100, steps // 50 or 1))
+    block = args.every if record else max(1, steps // 200) if history is not None else max(1, min(100, steps // 50 or 1))
     done = 0
-    while done < steps:
-        n = min(block, steps - done)
-        sim.step(n)
-        done += n
-        if record:
-            snapshot()
-        _progress(done, steps, t0)
+    with progress_bar(steps, "steps") as bar:
+        while done < steps:
+            n = min(block, steps - done)
+            sim.step(n)
+            done += n
+            if record:
+                snapshot()
+            if history is not None:
+                history.record()
+            bar.update(n)
     final = sim.get_state()  # waits for the device
     wall = time.perf_counter() - t0
     totals = sim.step_totals()
@@ -242,6 +241,8 @@ def _run(args) -> int:
     }
     if args.summary is not None:
         write_text(args.summary, json.dumps(summary, indent=1) + "\n")
+    if history is not None:
+        history.plot(args.plot)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -255,6 +256,8 @@ def _run(args) -> int:
             print(f"  world {w} frozen: {reason}")
         if record:
             print(f"trajectory written to {args.out}")
+        if history is not None:
+            print(f"plot written to {args.plot}")
     return 0
 
 

@@ -327,12 +327,26 @@ class Simulator(WorldAccess):
         """Mean contact force over the last step between each body pair in contact, on the pair's
         second body (scene order) from the first: total solved impulse / dt [N], world frame."""
         self._check_world(world)
+        names, forces = self.pair_forces()
+        return {pair: forces[world, i] for i, pair in enumerate(names) if np.any(forces[world, i] != 0)}
+
+    @live
+    def pair_forces(self) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """Every world's contact forces at once: the body pairs that can touch (names, scene
+        order) and, for each world and pair, the mean force over the last step on the pair's
+        second body from the first [N], world frame, shape (worlds, pairs, 3); zero where the pair
+        is apart (contact_forces of one world, without the pairs that are apart)."""
         spend_launches(1)
-        impulse = self.warm.pair_impulse.to_numpy()[world].astype(np.float64)
-        out: dict = {}
+        impulse = self.warm.pair_impulse.to_numpy().astype(np.float64)
         host = self.model.host
+        names: list = []
+        columns: dict = {}
         for p in range(host.pair_count):
-            if np.any(impulse[p] != 0):
-                names = host.pair_names(p)
-                out[names] = out.get(names, 0.0) + impulse[p] / self.dt
-        return out
+            pair = host.pair_names(p)
+            if pair not in columns:
+                columns[pair] = len(names)
+                names.append(pair)
+        out = np.zeros((self.worlds, len(names), 3))
+        for p in range(host.pair_count):
+            out[:, columns[host.pair_names(p)]] += impulse[:, p] / self.dt
+        return names, out

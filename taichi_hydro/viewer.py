@@ -20,6 +20,7 @@ import numpy as np
 from .checks import integer
 from .errors import ArgumentError, HydroError, SceneError
 from .output import atomic_write, check_output
+from .progress import progress_bar
 from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "tet_edges", "arrow_segments", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
@@ -463,10 +464,12 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
     fps = integer(fps, "fps", 1, 1000)
     offscreen = Viewer(sim, world, size, patches, **shown)
     images = []
-    for k in range(frames):
-        if k > 0 and steps_per_frame:
-            sim.step(steps_per_frame)
-        images.append(offscreen.render())
+    with progress_bar(frames, "frame", "recording") as bar:
+        for k in range(frames):
+            if k > 0 and steps_per_frame:
+                sim.step(steps_per_frame)
+            images.append(offscreen.render())
+            bar.update(1)
 
     def write(tmp: Path) -> None:
         if path.suffix.lower() == ".png":

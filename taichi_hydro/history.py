@@ -1,0 +1,149 @@
+"""What happened over time in a batch, sampled between step() calls, and its plot.
+
+    history = History(sim)
+    for _ in range(100):
+        sim.step(10)
+        history.record()
+    history.plot("run.png")           # or history.arrays() for your own analysis
+
+Each sample holds, for every world: the contact force between each body pair [N] (its
+magnitude), the kinetic and potential energy [J], and the last step's contacts and solver
+iterations; and, for the batch, the polygons per world and step since the previous sample. The
+plot (matplotlib, an optional dependency: pip install "taichi-hydro[plot]") shows world 0 as a
+line and, for several worlds, the spread (min to max over the worlds) as a band."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import HydroError
+from .output import atomic_write, check_output
+from .types import BODY_DYNAMIC
+
+__all__ = ["History", "energies"]
+
+
+def energies(sim, state: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(kinetic, potential) energy of every world [J], shape (worlds,): sum over the dynamic
+    bodies of 1/2 m |v_cm|^2 + 1/2 w . I_W w and -m g . p_cm, with each world's own masses and
+    gravity (set_parameters) and the inertia scaled with the mass as the simulator scales it."""
+    state = sim.get_state() if state is None else state
+    host = sim.model.host
+    params = sim.parameters()
+    W, B = state["position"].shape[:2]
+    kinetic, potential = np.zeros(W), np.zeros(W)
+    for b in np.flatnonzero(host.body_kind == BODY_DYNAMIC):
+        q = state["orientation"][:, b]
+        R = _rotations(q)
+        com_W = np.einsum("wij,j->wi", R, host.body_com_B[b])
+        omega = state["angular_velocity"][:, b]
+        v_cm = state["velocity"][:, b] + np.cross(omega, com_W)
+        m = params["mass"][:, b]
+        inertia_W = np.einsum("wij,jk,wlk->wil", R, host.body_inertia_B[b], R) * (m / host.body_mass[b])[:, None, None]
+        kinetic += 0.5 * m * np.einsum("wi,wi->w", v_cm, v_cm) + 0.5 * np.einsum("wi,wij,wj->w", omega, inertia_W, omega)
+        potential -= m * np.einsum("wi,wi->w", params["gravity"], state["position"][:, b] + com_W)
+    return kinetic, potential
+
+
+def _rotations(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (n, 3, 3) of unit quaternions (n, 4) (w, x, y, z)."""
+    w, x, y, z = q.T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+class History:
+    """Samples of one Simulator's batch (see the module docstring); record() after step()."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.pairs, _ = sim.pair_forces()
+        self._samples: list[dict] = []
+        self._last = sim.step_totals()
+
+    def record(self) -> None:
+        """Take one sample of every world at the simulator's current time."""
+        sim = self.sim
+        state = sim.get_state()
+        kinetic, potential = energies(sim, state)
+        _, forces = sim.pair_forces()
+        stats = sim.solver_stats()
+        totals = sim.step_totals()
+        steps = totals["steps"] - self._last["steps"]
+        polygons = (totals["polygons"] - self._last["polygons"]) / max(steps, 1.0) / sim.worlds
+        self._last = totals
+        self._samples.append({"time": sim.time, "force": np.linalg.norm(forces, axis=2), "kinetic": kinetic,
+                              "potential": potential, "contacts": stats["contacts"], "iterations": stats["iterations"],
+                              "polygons": polygons})
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """time (n,) [s]; force (n, worlds, pairs) [N] (pairs: self.pairs); kinetic, potential
+        (n, worlds) [J]; contacts, iterations (n, worlds) of each sample's last step; polygons
+        (n,) per world and step since the previous sample."""
+        if not self._samples:
+            raise HydroError("History.arrays: no sample yet; call record() after step()")
+        return {key: np.array([s[key] for s in self._samples]) for key in self._samples[0]}
+
+    def plot(self, path) -> Path:
+        """Write figure() to `path` (PNG) atomically; returns the path."""
+        path = check_output(path, (".png",), "plot", create_folder=True)
+        fig = self.figure()
+        try:
+            atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+        finally:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+        return path
+
+    def figure(self):
+        """A matplotlib figure of four panels over time: contact force per body pair, polygons
+        and contacts, solver iterations, energy (close it with matplotlib.pyplot.close)."""
+        if len(self) < 2:
+            raise HydroError(f"plot: {len(self)} sample(s); record at least two")
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            raise HydroError('plots need matplotlib: pip install "taichi-hydro[plot]"') from exc
+        a = self.arrays()
+        t = a["time"]
+        fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, layout="constrained")
+        worlds = a["kinetic"].shape[1]
+        title = f"{self.sim.scene.source}: " + ("world 0" if worlds == 1 else f"world 0 (line) and the spread over {worlds} worlds")
+        fig.suptitle(title, fontsize=10)
+        for i, (lo, hi) in enumerate(self.pairs):
+            if np.any(a["force"][:, :, i] > 0):  # pairs that never touched are left out
+                _series(axes[0], t, a["force"][:, :, i], f"{lo} - {hi}")
+        axes[0].set_ylabel("contact force [N]")
+        axes[1].plot(t, a["polygons"], label="polygons per world and step")
+        _series(axes[1], t, a["contacts"], "contacts (last step)")
+        axes[1].set_ylabel("count")
+        _series(axes[2], t, a["iterations"], "solver iterations (last step)")
+        axes[2].set_ylabel("iterations")
+        _series(axes[3], t, a["kinetic"] + a["potential"], "kinetic + potential")
+        _series(axes[3], t, a["kinetic"], "kinetic")
+        axes[3].set_ylabel("energy [J]")
+        axes[3].set_xlabel("time [s]")
+        for ax in axes:
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8, loc="best")
+            ax.grid(alpha=0.3)
+        return fig
+
+
+def _series(ax, t: np.ndarray, values: np.ndarray, label: str) -> None:
+    """World 0 of values (n, worlds) as a line, the min-max over the worlds as a band."""
+    (line,) = ax.plot(t, values[:, 0], label=label)
+    if values.shape[1] > 1:
+        ax.fill_between(t, values.min(axis=1), values.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
