@@ -120,7 +120,8 @@ class History:
         t = a["time"]
         fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, layout="constrained")
         worlds = a["kinetic"].shape[1]
-        title = f"{self.sim.scene.source}: " + ("world 0" if worlds == 1 else f"world 0 (line) and the spread over {worlds} worlds")
+        spread = "world 0" if worlds == 1 else f"world 0 (line) and the spread over {worlds} worlds"
+        title = f"{self.sim.scene.source}: {spread}"
         fig.suptitle(title, fontsize=10)
         for i, (lo, hi) in enumerate(self.pairs):
             if np.any(a["force"][:, :, i] > 0):  # pairs that never touched are left out

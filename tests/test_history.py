@@ -85,8 +85,8 @@ def test_cli_run_writes_the_plot(arch, tmp_path):
         pytest.skip("host-side behaviour: checked in the cpu run")
     pytest.importorskip("matplotlib")
     out = tmp_path / "plots" / "drop.png"
-    r = subprocess.run([sys.executable, "-m", "taichi_hydro.cli", "run", "scenes/ball_drop.toml", "--steps", "300", "--plot", str(out)],
-                       capture_output=True, text=True, cwd=ROOT)
+    command = [sys.executable, "-m", "taichi_hydro.cli", "run", "scenes/ball_drop.toml", "--steps", "300", "--plot", str(out)]
+    r = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert imageio.imread(out).ndim == 3 and "plot written to" in r.stdout
     bad = subprocess.run([sys.executable, "-m", "taichi_hydro.cli", "run", "scenes/ball_drop.toml", "--plot", "x.jpg"],
