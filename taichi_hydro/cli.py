@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print a JSON summary")
     r.add_argument("--summary", help="also write the JSON summary to this file (.json)")
     r.add_argument("--plot", help="write a plot of contact forces, polygons, solver iterations and energy over time (.png)")
+    r.add_argument("--record", help="also render world 0 offscreen at 30 frames per simulated second: FILE.gif|.mp4 "
+                   "(or .png, the last frame); the run is simulated once")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
@@ -166,6 +168,7 @@ def _run(args) -> int:
     import numpy as np
 
     import taichi_hydro as th
+    from taichi_hydro import viewer
     from taichi_hydro.history import History
     from taichi_hydro.output import atomic_write, check_output, write_text
     from taichi_hydro.progress import progress_bar
@@ -177,6 +180,8 @@ def _run(args) -> int:
         check_output(args.summary, (".json",), "--summary", create_folder=True)
     if args.plot is not None:
         check_output(args.plot, (".png",), "--plot", create_folder=True)
+    if args.record is not None:
+        check_output(args.record, viewer.FORMATS, "--record", create_folder=True)
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
         raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
@@ -192,25 +197,31 @@ def _run(args) -> int:
             frames[k].append(state[k])
 
     history = History(sim) if args.plot is not None else None
-    if record:
-        snapshot()
+    images: list = []
+    renderer = viewer.Viewer(sim, world=0) if args.record is not None else None
+    # What is taken between steps, and every how many steps: the first sample at step 0.
+    samplers = [(args.every, snapshot)] if record else []
     if history is not None:
-        history.record()
-    t0 = time.perf_counter()
-    block = args.every if record else max(1, steps // 200) if history is not None else max(1, min(100, steps // 50 or 1))
+        samplers.append((max(1, steps // 200), history.record))
+    if renderer is not None:
+        samplers.append((max(1, round(1 / (30 * scene.dt))), lambda: images.append(renderer.render())))
+    samplers.append((max(1, min(100, steps // 50 or 1)), lambda: None))  # progress updates
+    for _, take in samplers:
+        take()
+    wall = 0.0  # stepping only: sampling and rendering are left out of the speed
     done = 0
     with progress_bar(steps, "steps") as bar:
         while done < steps:
-            n = min(block, steps - done)
+            n = min(min(every - done % every for every, _ in samplers), steps - done)
+            t0 = time.perf_counter()
             sim.step(n)
+            wall += time.perf_counter() - t0
             done += n
-            if record:
-                snapshot()
-            if history is not None:
-                history.record()
+            for every, take in samplers:
+                if done % every == 0 or done == steps:
+                    take()
             bar.update(n)
-    final = sim.get_state()  # waits for the device
-    wall = time.perf_counter() - t0
+    final = sim.get_state()
     totals = sim.step_totals()
     status = sim.world_status()
     if record:
@@ -243,6 +254,8 @@ def _run(args) -> int:
         write_text(args.summary, json.dumps(summary, indent=1) + "\n")
     if history is not None:
         history.plot(args.plot)
+    if renderer is not None:
+        viewer.write_frames(args.record, images)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -258,6 +271,8 @@ def _run(args) -> int:
             print(f"trajectory written to {args.out}")
         if history is not None:
             print(f"plot written to {args.plot}")
+        if renderer is not None:
+            print(f"{len(images)} frame(s) written to {args.record}")
     return 0
 
 

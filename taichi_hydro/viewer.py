@@ -23,7 +23,8 @@ from .output import atomic_write, check_output
 from .progress import progress_bar
 from .types import HALFSPACE
 
-__all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "tet_edges", "arrow_segments", "view", "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
+__all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "write_frames", "tet_edges", "arrow_segments", "view",
+           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
 
 # Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
 _MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
@@ -456,8 +457,6 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
     """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
     each frame after the first, and write them to `path` (.png: the last frame; .gif; .mp4,
     which needs imageio-ffmpeg). `shown`: normals, forces, tets (see Renderer). Returns the path."""
-    import imageio.v2 as imageio
-
     path = check_output(path, FORMATS, "--record", create_folder=True)
     frames = integer(frames, "frames", 1)
     steps_per_frame = integer(steps_per_frame, "steps_per_frame", 0)
@@ -470,6 +469,17 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
                 sim.step(steps_per_frame)
             images.append(offscreen.render())
             bar.update(1)
+    return write_frames(path, images, fps)
+
+
+def write_frames(path: str | Path, images: list[np.ndarray], fps: int = 30) -> Path:
+    """Write RGB frames to `path` atomically: .png the last frame, .gif or .mp4 (imageio-ffmpeg)
+    all of them at `fps`. Returns the path."""
+    import imageio.v2 as imageio
+
+    path = check_output(path, FORMATS, "--record", create_folder=True)
+    if not images:
+        raise ViewerError(f"--record {path}: no frame to write")
 
     def write(tmp: Path) -> None:
         if path.suffix.lower() == ".png":

@@ -80,15 +80,23 @@ def test_the_figure_has_its_four_panels_and_the_plot_is_a_png(arch, tmp_path):
     assert image.ndim == 3 and image.shape[0] > 500 and image.std() > 10
 
 
-def test_cli_run_writes_the_plot(arch, tmp_path):
+def test_cli_run_writes_the_plot_and_the_animation_in_one_run(arch, tmp_path):
+    """run --plot --record: one simulation, sampled for the plot and rendered at 30 frames per
+    simulated second (300 steps of 1 ms: frames at steps 0, 33, ..., 297 and the last, 11)."""
     if arch != "cpu":
         pytest.skip("host-side behaviour: checked in the cpu run")
     pytest.importorskip("matplotlib")
-    out = tmp_path / "plots" / "drop.png"
+    from taichi_hydro.vulkan_info import vulkan_devices
+
+    out, gif = tmp_path / "plots" / "drop.png", tmp_path / "drop.gif"
     command = [sys.executable, "-m", "taichi_hydro.cli", "run", "scenes/ball_drop.toml", "--steps", "300", "--plot", str(out)]
+    if vulkan_devices():
+        command += ["--record", str(gif)]
     r = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert imageio.imread(out).ndim == 3 and "plot written to" in r.stdout
+    if vulkan_devices():
+        assert len(imageio.mimread(gif)) == 11 and "11 frame(s) written to" in r.stdout
     bad = subprocess.run([sys.executable, "-m", "taichi_hydro.cli", "run", "scenes/ball_drop.toml", "--plot", "x.jpg"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "--plot" in bad.stderr and "Traceback" not in bad.stderr
