@@ -162,6 +162,9 @@ def test_core_points_span_the_medial_axis(tmp_path):
 def test_deep_start_pushes_out_to_rest(arch, tmp_path, floor, method):
     """Module docstring; the deep rows are ordinary rows to every solver (method "newton": the
     same rest)."""
+    if arch == "vulkan" and (floor, method) != ("halfspace", "auto"):
+        pytest.skip("each variant needs a fresh lavapipe process (launch budget): the half-space one covers the device "
+                    "path on vulkan, all three run on cpu")
     table = shapes(tmp_path)
     names = list(table)
     h = np.array([table[k][3] for k in names])

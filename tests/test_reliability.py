@@ -225,6 +225,8 @@ def test_the_memory_estimate_matches_what_a_simulator_allocates(arch, monkeypatc
     from taichi_hydro import sim as sim_module
     from taichi_hydro.memory import device_bytes
 
+    if arch != "cpu" and worlds != 5:
+        pytest.skip("the estimate is host-side arithmetic: the large batches run in the cpu session")
     scene = th.load_scene(ROOT / "scenes" / "pile.toml")
     needed = device_bytes(th.Simulator(scene, worlds=worlds))
     monkeypatch.setattr(sim_module, "backend_capacity_bytes", lambda arch: int(0.99 * needed))
@@ -317,6 +319,8 @@ API_CALLS = ["step", "set_state", "set_control", "set_parameters", "reset", "con
 
 @pytest.fixture(scope="module")
 def fuzz_sim(arch):
+    if arch != "cpu":
+        pytest.skip("the argument checks are host-side: fuzzed in the cpu run (lavapipe's launch budget)")
     return th.Simulator(th.load_scene(BALL), worlds=2)
 
 
