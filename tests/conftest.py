@@ -66,6 +66,22 @@ def reference():
     return json.loads(path.read_text())
 
 
+def edited(data, path, value=None, delete=False):
+    """A deep copy of the nested scene dict `data` with the entry at `path` (a tuple of keys and
+    list indices) replaced by `value`, or deleted."""
+    import copy
+
+    data = copy.deepcopy(data)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
 def scene(bodies, solver=None, **sim):
     """A validated scene from a list of body dicts; `solver` is the [solver] table, keyword
     arguments the [sim] table."""

@@ -18,6 +18,8 @@ from hypothesis import strategies as st  # noqa: E402
 import taichi_hydro as th  # noqa: E402
 from taichi_hydro.model import build_model, check_supported  # noqa: E402
 
+from conftest import edited  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -63,16 +65,6 @@ VALUES = st.recursive(
 )
 
 
-def _set(data, path, value=None, delete=False):
-    node = data
-    for key in path[:-1]:
-        node = node[key]
-    if delete:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-
-
 def _load_or_hydro_error(data, source="fuzz.toml", base_dir=None):
     """scene_from_dict, then build_model; returns None on success, else the HydroError."""
     try:
@@ -91,8 +83,7 @@ def test_base_scene_is_valid():
 @FUZZ
 @given(path=st.sampled_from(PATHS), value=VALUES)
 def test_a_wrong_value_anywhere_is_a_clear_error(path, value):
-    data = copy.deepcopy(BASE)
-    _set(data, path, value)
+    data = edited(BASE, path, value)
     err = _load_or_hydro_error(data)
     if err is not None:
         named = [str(k) for k in path if isinstance(k, str)]
@@ -103,8 +94,7 @@ def test_a_wrong_value_anywhere_is_a_clear_error(path, value):
 @FUZZ
 @given(path=st.sampled_from(PATHS))
 def test_a_missing_key_is_a_clear_error_or_a_default(path):
-    data = copy.deepcopy(BASE)
-    _set(data, path, delete=True)
+    data = edited(BASE, path, delete=True)
     err = _load_or_hydro_error(data)
     if err is not None:
         msg = str(err)

@@ -11,7 +11,7 @@ import pytest
 import taichi_hydro as th
 from taichi_hydro.geometry import primitives as prim
 
-from conftest import ROOT
+from conftest import ROOT, edited
 
 GOOD = {
     "sim": {"dt": 1e-3, "gravity": [0, 0, -9.81]},
@@ -33,15 +33,7 @@ GOOD = {
 
 def edit(path, value, delete=False):
     """GOOD with the entry at `path` (a tuple of keys/indices) replaced or deleted."""
-    data = copy.deepcopy(GOOD)
-    node = data
-    for key in path[:-1]:
-        node = node[key]
-    if delete:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return data
+    return edited(GOOD, path, value, delete)
 
 
 def test_good_scene_parses():
