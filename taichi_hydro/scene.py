@@ -13,7 +13,7 @@ from typing import Any
 from .checks import INT32_MAX, integer_problem, range_problem, real_problem
 from .errors import SceneError
 
-__all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "ViewSettings", "load_scene", "scene_from_dict", "SHAPE_TYPES"]
+__all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "load_scene", "scene_from_dict", "SHAPE_TYPES"]
 
 SHAPE_TYPES = ("sphere", "box", "cylinder", "capsule", "ellipsoid", "halfspace", "mesh", "tetmesh")
 BODY_TYPES = ("dynamic", "static", "kinematic")
@@ -147,15 +147,6 @@ class SolverSettings:
 
 
 @dataclass(frozen=True)
-class ViewSettings:
-    """The viewer's camera ([view], optional): camera_position and camera_target in W [m];
-    None keeps the automatic framing (taichi_hydro.framing) for that end."""
-
-    camera_position: tuple[float, float, float] | None = None
-    camera_target: tuple[float, float, float] | None = None
-
-
-@dataclass(frozen=True)
 class Scene:
     """A validated scene. dt [s]; gravity in W [m/s^2]; bodies in file order."""
 
@@ -165,7 +156,6 @@ class Scene:
     solver: SolverSettings = field(default_factory=SolverSettings)
     source: str = "<scene>"
     collision_filters: tuple[frozenset, ...] = ()
-    view: ViewSettings = field(default_factory=ViewSettings)
 
     def filtered(self, a: str, b: str) -> bool:
         """True when a [[collision_filter]] lists both bodies."""
@@ -425,13 +415,8 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
                 raise ft.error("bodies", f"no body named {name!r}")
         ft.finish()
         filters.append(frozenset(listed))
-    vt = _Table(top.raw("view", {}), "[view]", source)
-    view = ViewSettings(camera_position=vt.vector("camera_position", 3), camera_target=vt.vector("camera_target", 3))
-    if view.camera_position is not None and view.camera_position == view.camera_target:
-        raise vt.error("camera_target", f"must differ from camera_position, got {list(view.camera_target)} for both")
-    vt.finish()
     top.finish()
-    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters), view=view)
+    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters))
 
 
 def load_scene(path: str | Path) -> Scene:
