@@ -24,6 +24,9 @@ from .types import BODY_DYNAMIC
 
 __all__ = ["History", "energies"]
 
+LABELLED_PAIRS = 6
+"""Body pairs with their own colour and legend entry in the force panel (the largest peaks)."""
+
 
 def energies(sim, state: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(kinetic, potential) energy of every world [J], shape (worlds,): sum over the dynamic
@@ -123,9 +126,15 @@ class History:
         spread = "world 0" if worlds == 1 else f"world 0 (line) and the spread over {worlds} worlds"
         title = f"{self.sim.scene.source}: {spread}"
         fig.suptitle(title, fontsize=10)
-        for i, (lo, hi) in enumerate(self.pairs):
-            if np.any(a["force"][:, :, i] > 0):  # pairs that never touched are left out
+        peak = a["force"].max(axis=(0, 1)) if len(self.pairs) else np.zeros(0)
+        order = [i for i in np.argsort(-peak) if peak[i] > 0]  # pairs that never touched are left out
+        for rank, i in enumerate(order):
+            lo, hi = self.pairs[i]
+            if rank < LABELLED_PAIRS:
                 _series(axes[0], t, a["force"][:, :, i], f"{lo} - {hi}")
+            else:  # the rest in grey, one legend entry for all of them
+                label = f"{len(order) - LABELLED_PAIRS} other pairs" if rank == LABELLED_PAIRS else None
+                axes[0].plot(t, a["force"][:, 0, i], color="0.7", linewidth=0.6, label=label, zorder=0)
         axes[0].set_ylabel("contact force [N]")
         axes[1].plot(t, a["polygons"], label="polygons per world and step")
         _series(axes[1], t, a["contacts"], "contacts (last step)")
@@ -138,7 +147,7 @@ class History:
         axes[3].set_xlabel("time [s]")
         for ax in axes:
             if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=8, loc="best")
+                ax.legend(fontsize=7, loc="upper right", ncol=2 if ax is axes[0] else 1)
             ax.grid(alpha=0.3)
         return fig
 
