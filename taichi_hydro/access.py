@@ -11,6 +11,8 @@ import taichi as ti
 from . import interop
 from .backend import require_generation, spend_launches
 from .errors import SceneError
+from .joint import kernels as jk
+from .checks import range_problem
 from .params import sample_values, scene_parameters
 from .plan import Plan
 from .state import STATE_FIELDS, checked_state, reset_worlds, select_worlds
@@ -46,6 +48,8 @@ class WorldAccess:
         self.world_row = ti.ndarray(ti.i32, self.worlds)
         stage = {f"stage_{k}": self._initial[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)}
         self._reset_plan = Plan("reset", {**self.bindings(), **stage, "world_row": self.world_row}).add(reset_worlds)
+        if self.joints is not None:
+            self._reset_plan.add(jk.reset_joints).add(jk.joint_state)
 
     @property
     def body_names(self) -> list[str]:
@@ -73,8 +77,9 @@ class WorldAccess:
         selected world, in the order given, ascending for a mask); missing keys take the scene's
         initial values. Only the selected rows are uploaded.
 
-        A reset world also loses its controls (set_control), its warm start (pair impulses and
-        stored per-polygon impulses: its next step starts cold, like a fresh simulator), its
+        A reset world also loses its controls (set_control; set_joint_control's go back to the
+        scene's values), its warm start (pair impulses and stored per-polygon and joint
+        impulses: its next step starts cold, like a fresh simulator), its
         divergence flag and solver statistics, and its world_steps() count; every other world
         is untouched bit for bit. Per-world parameters persist (reset_parameters restores
         them). With worlds=None the global clock also restarts: time, step_count and
@@ -137,6 +142,12 @@ class WorldAccess:
             v = checked_state(name, value, width, every, self.body_names, "set_state", host_float())
             spend_launches(1)
             arr.from_numpy(np.ascontiguousarray(v, dtype=host_float()))
+        self._measure_joints()
+
+    def _measure_joints(self) -> None:
+        """Joint positions and velocities from the current state (after set_state)."""
+        if self.joints is not None:
+            Plan("joints", self.bindings()).add(jk.joint_state).run(self.bindings())
 
     def _rows_from_tensor(self, name: str, value, arr, width: int, normalise: bool = False) -> None:
         """arr[w, b] = value[w, b, :] on the device; a non-finite row (or a zero quaternion)
@@ -276,3 +287,95 @@ class WorldAccess:
         check (non-finite values make the world diverge at its next step); reset() zeroes the
         rows of the worlds it resets."""
         return {name: interop.tensor_view(arr) for name, arr in self.control.fields().items()}
+
+    # ----------------------------------------------------------------------------- joints
+
+    @property
+    def joint_names(self) -> list[str]:
+        """The joints' degrees of freedom, in the order of the columns of joint_state() and
+        set_joint_control(): a revolute or prismatic joint's name, a ball joint's name[0],
+        name[1], name[2] (fixed joints have none)."""
+        return list(self.joint_layout.dof_names) if self.joint_layout is not None else []
+
+    def _joint_rows(self, a) -> np.ndarray:
+        return a.to_numpy()[:, : len(self.joint_names)].astype(np.float64)
+
+    @live
+    def joint_state(self) -> dict[str, np.ndarray]:
+        """Every degree of freedom of every world after the last step, shape (worlds, dofs),
+        columns as joint_names: position [rad or m] (0 in the scene's initial state; a revolute
+        joint's angle counts whole turns; a ball joint's is the rotation vector of the child's
+        joint frame in the parent's), velocity [rad/s or m/s] (a ball joint's: the relative
+        angular velocity in the parent's joint frame) and effort [N m or N]: what the joint's
+        actuator, limits, damping and friction applied along it over the step, / dt."""
+        if self.joints is None:
+            return {k: np.zeros((self.worlds, 0)) for k in ("position", "velocity", "effort")}
+        spend_launches(3)
+        j = self.joints
+        return {"position": self._joint_rows(j.joint_q), "velocity": self._joint_rows(j.joint_qd),
+                "effort": self._joint_rows(j.joint_effort)}
+
+    @live
+    def joint_forces(self) -> dict[str, np.ndarray]:
+        """Each joint's wrench on its child body over the last step (every row of the joint:
+        the constraint, and its actuator, limits, damping and friction), at the joint origin,
+        world frame: force (worlds, joints, 3) [N], torque (worlds, joints, 3) [N m]; joints in
+        scene order (scene.joints)."""
+        n = len(self.scene.joints)
+        if self.joints is None:
+            return {"force": np.zeros((self.worlds, 0, 3)), "torque": np.zeros((self.worlds, 0, 3))}
+        spend_launches(2)
+        return {"force": self.joints.joint_force.to_numpy()[:, :n].astype(np.float64),
+                "torque": self.joints.joint_torque.to_numpy()[:, :n].astype(np.float64)}
+
+    @live
+    def set_joint_control(self, target=None, target_velocity=None, effort=None) -> None:
+        """Joint-space commands, each optional, shape (worlds, dofs) or (dofs,) (every world),
+        columns as joint_names; they act at every step until changed (reset restores the
+        scene's values): target [rad or m] and target_velocity [rad/s or m/s] of pd actuators,
+        effort [N m or N] of effort actuators (the feed-forward effort of pd actuators). A
+        value for a degree of freedom whose actuator does not use it must be NaN (or equal
+        the scene's value, e.g. 0). SceneError names the joint, the world and the value."""
+        from .joint.layout import ACT_EFFORT, ACT_PD, J_ACTUATOR
+
+        names = self.joint_names
+        D, W = len(names), self.worlds
+        layout = self.joint_layout
+        for key, value in (("target", target), ("target_velocity", target_velocity), ("effort", effort)):
+            if value is None:
+                continue
+            try:
+                v = np.array(value, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise SceneError(f"set_joint_control: {key} must be numeric, got {value!r}") from exc
+            if v.shape == (D,):
+                v = np.broadcast_to(v, (W, D)).copy()
+            if v.shape != (W, D):
+                raise SceneError(f"set_joint_control: {key} must have shape ({D},) or ({W}, {D}) (worlds, dofs {names}), "
+                                 f"got shape {v.shape}")
+            scene_value = getattr(layout, key)
+            for d in range(D):
+                kind = layout.joint_i[layout.dof_joint[d], J_ACTUATOR]
+                uses = kind == ACT_PD if key != "effort" else kind in (ACT_PD, ACT_EFFORT)
+                column = v[:, d]
+                if uses:
+                    bad = ~np.isfinite(column)
+                    if bad.any():
+                        w = int(np.argmax(bad))
+                        raise SceneError(f"set_joint_control: {key} of joint '{names[d]}' in world {w} is not finite: "
+                                         f"{column[w]!r}")
+                    problem = range_problem(column, host_float())
+                    if problem:
+                        raise SceneError(f"set_joint_control: {key} of joint '{names[d]}': {problem}")
+                else:
+                    stray = ~np.isnan(column) & (column != scene_value[d])
+                    if stray.any():
+                        w = int(np.argmax(stray))
+                        need = "a pd actuator" if key != "effort" else "an actuator"
+                        raise SceneError(f"set_joint_control: {key} of joint '{names[d]}' in world {w} is {column[w]!r}, "
+                                         f"but the joint has no {need}; give NaN")
+                    v[:, d] = scene_value[d]
+            full = np.zeros((W, max(D, 1)), dtype=host_float())
+            full[:, :D] = v
+            spend_launches(1)
+            self.joints.controls[key].from_numpy(full)

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import math
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .checks import INT32_MAX, integer_problem, range_problem, real_problem
-from .errors import SceneError
+from .errors import HydroWarning, SceneError
 
-__all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "load_scene", "scene_from_dict", "SHAPE_TYPES"]
+__all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "Joint", "Actuator", "load_scene", "scene_from_dict",
+           "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
 
 SHAPE_TYPES = ("sphere", "box", "cylinder", "capsule", "ellipsoid", "halfspace", "mesh", "tetmesh")
 BODY_TYPES = ("dynamic", "static", "kinematic")
@@ -28,6 +30,13 @@ _SHAPE_KEYS = {
     "tetmesh": {"file", "scale"},
 }
 _ROUND_SHAPES = ("sphere", "cylinder", "capsule", "ellipsoid")
+JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball")
+JOINT_DOFS = {"fixed": 0, "revolute": 1, "prismatic": 1, "ball": 3}
+"""Degrees of freedom of each joint type (revolute: the angle about the axis; prismatic: the
+displacement along it; ball: the rotation vector of the child in the parent's joint frame)."""
+ACTUATOR_TYPES = ("effort", "pd")
+WORLD = "world"
+"""The parent name of a joint attached to the world (no body)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,60 @@ class SolverSettings:
 
 
 @dataclass(frozen=True)
+class Actuator:
+    """A joint-space actuator of a revolute or prismatic joint (units: N m and rad for a
+    revolute joint, N and m for a prismatic one).
+
+    type "effort": a generalised force `effort` along the joint (set per world from Python:
+      Simulator.set_joint_control(effort=...)), clamped to +-effort_limit.
+    type "pd": effort = kp (target - q) + kd (target_velocity - qdot) + effort (a feed-forward
+      term, 0 unless set), clamped to +-effort_limit, evaluated implicitly at the end of the
+      step (q + dt qdot), so any gain is stable at any dt.
+    kp [N m/rad or N/m], kd [N m s/rad or N s/m] >= 0; effort_limit > 0 (inf: none)."""
+
+    type: str
+    kp: float = 0.0
+    kd: float = 0.0
+    target: float = 0.0
+    target_velocity: float = 0.0
+    effort: float = 0.0
+    effort_limit: float = math.inf
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A joint between a parent body (or the world: parent = "world") and a dynamic child body.
+
+    p_WJ [m]: the joint origin in the world frame in the scene's initial state; axis_W: unit
+    axis in the world frame in that state (revolute: rotation axis; prismatic: sliding
+    direction; unused by fixed and ball joints). The joint's position is 0 in that state.
+    limits (lower, upper) [rad or m] or None; damping [N m s/rad or N s/m] >= 0 (ball: per
+    axis); friction [N m or N] >= 0: a Coulomb bound on the joint's effort against motion
+    (0: friction-free); actuator or None."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    p_WJ: tuple[float, float, float]
+    axis_W: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    limits: tuple[float, float] | None = None
+    damping: float = 0.0
+    friction: float = 0.0
+    actuator: Actuator | None = None
+
+    @property
+    def dofs(self) -> int:
+        return JOINT_DOFS[self.type]
+
+    def dof_names(self) -> list[str]:
+        """Names of its degrees of freedom: the joint's name, or name[0..2] for a ball."""
+        if self.dofs == 1:
+            return [self.name]
+        return [f"{self.name}[{k}]" for k in range(self.dofs)]
+
+
+@dataclass(frozen=True)
 class Scene:
     """A validated scene. dt [s]; gravity in W [m/s^2]; bodies in file order."""
 
@@ -156,10 +219,14 @@ class Scene:
     solver: SolverSettings = field(default_factory=SolverSettings)
     source: str = "<scene>"
     collision_filters: tuple[frozenset, ...] = ()
+    joints: tuple["Joint", ...] = ()
 
     def filtered(self, a: str, b: str) -> bool:
-        """True when a [[collision_filter]] lists both bodies."""
-        return any(a in f and b in f for f in self.collision_filters)
+        """True when a [[collision_filter]] lists both bodies, or a joint joins them (a
+        parent and its child never collide, as in Drake and MuJoCo: their shapes usually
+        overlap at the joint by design)."""
+        return any(a in f and b in f for f in self.collision_filters) or any(
+            {j.parent, j.child} == {a, b} for j in self.joints)
 
     def body_index(self, name: str) -> int:
         for i, b in enumerate(self.bodies):
@@ -415,8 +482,93 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
                 raise ft.error("bodies", f"no body named {name!r}")
         ft.finish()
         filters.append(frozenset(listed))
+    joints = _parse_joints(top.raw("joint", []), bodies, source)
+    if joints and solver.method not in ("auto", "newton"):
+        raise st.error("method", f"the scene has joints, which only method \"newton\" solves (got {solver.method!r}; "
+                                 "\"auto\" picks newton for scenes with joints)")
     top.finish()
-    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters))
+    return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters),
+                 joints=joints)
+
+
+def _parse_actuator(t: _Table, joint_type: str) -> Actuator:
+    kind = t.string("type", required=True, choices=ACTUATOR_TYPES)
+    allowed = {"type", "effort", "effort_limit"} | ({"kp", "kd", "target", "target_velocity"} if kind == "pd" else set())
+    for key in t.data:
+        if key not in allowed:
+            raise t.error(key, f"is not a parameter of a {kind} actuator (allowed: {sorted(allowed - {'type'})})")
+    actuator = Actuator(
+        type=kind,
+        kp=t.number("kp", 0.0, nonneg=True),
+        kd=t.number("kd", 0.0, nonneg=True),
+        target=t.number("target", 0.0),
+        target_velocity=t.number("target_velocity", 0.0),
+        effort=t.number("effort", 0.0),
+        effort_limit=t.number("effort_limit", math.inf, positive=True),
+    )
+    if kind == "pd" and actuator.kp == 0.0 and actuator.kd == 0.0:
+        raise t.error("kp", "a pd actuator needs kp > 0 or kd > 0 (use type = \"effort\" for a pure effort)")
+    t.finish()
+    return actuator
+
+
+def _parse_joint(data: Any, index: int, source: str, bodies: dict[str, Body]) -> Joint:
+    name = data.get("name") if isinstance(data, dict) else None
+    label = f"joint '{name}'" if isinstance(name, str) else f"joint #{index}"
+    t = _Table(data, label, source)
+    name = t.string("name", required=True)
+    if not name.strip():
+        raise t.error("name", "must not be empty")
+    kind = t.string("type", required=True, choices=JOINT_TYPES)
+    parent = t.string("parent", required=True)
+    child = t.string("child", required=True)
+    if parent != WORLD and parent not in bodies:
+        raise t.error("parent", f"no body named {parent!r} (a body name, or \"{WORLD}\")")
+    if child not in bodies:
+        raise t.error("child", f"no body named {child!r}")
+    if child == parent:
+        raise t.error("child", f"is also the parent ({child!r}); a joint joins two different bodies")
+    if bodies[child].type != "dynamic":
+        raise t.error("child", f"body {child!r} is {bodies[child].type}; a joint's child must be dynamic")
+    p_WJ = t.vector("position", 3, required=True)
+    one_dof = kind in ("revolute", "prismatic")
+    for key, rule in (("axis", one_dof), ("limits", one_dof), ("actuator", one_dof), ("friction", one_dof),
+                      ("damping", kind != "fixed")):
+        if t.has(key) and not rule:
+            raise t.error(key, f"does not apply to a {kind} joint")
+    axis = (0.0, 0.0, 1.0)
+    if one_dof:
+        axis = t.vector("axis", 3, required=True)
+        norm = math.sqrt(sum(x * x for x in axis))
+        if norm < 1e-9:
+            raise t.error("axis", f"must be a nonzero vector, got {list(axis)}")
+        axis = tuple(x / norm for x in axis)
+    limits = t.vector("limits", 2) if t.has("limits") else None
+    if limits is not None and not limits[0] < limits[1]:
+        raise t.error("limits", f"must be [lower, upper] with lower < upper, got {list(limits)}")
+    if limits is not None and not limits[0] <= 0.0 <= limits[1]:
+        warnings.warn(f"{source}: {label}: key 'limits': {list(limits)} does not contain 0, the joint's position in the "
+                      "scene's initial state: the limit pushes it into range within the first step", HydroWarning, stacklevel=4)
+    actuator = None
+    if t.has("actuator"):
+        actuator = _parse_actuator(_Table(t.raw("actuator"), f"{label}: actuator", source), kind)
+    joint = Joint(name=name, type=kind, parent=parent, child=child, p_WJ=p_WJ, axis_W=axis, limits=limits,
+                  damping=t.number("damping", 0.0, nonneg=True), friction=t.number("friction", 0.0, nonneg=True),
+                  actuator=actuator)
+    t.finish()
+    return joint
+
+
+def _parse_joints(raw: Any, bodies: tuple[Body, ...], source: str) -> tuple[Joint, ...]:
+    if not isinstance(raw, list):
+        raise SceneError(f"{source}: [[joint]] must be an array of tables")
+    by_name = {b.name: b for b in bodies}
+    joints = tuple(_parse_joint(j, i, source, by_name) for i, j in enumerate(raw))
+    names = [j.name for j in joints]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SceneError(f"{source}: joint name '{dup[0]}' is used more than once; names must be unique")
+    return joints
 
 
 def load_scene(path: str | Path) -> Scene:

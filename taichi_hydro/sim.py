@@ -19,6 +19,8 @@ from .contact import assemble as ca
 from .contact import ordering as co
 from .contact import warmstart as cw
 from .errors import BindingError, CapacityError, SceneError
+from .joint import Joints, build_joint_layout
+from .joint import kernels as jk
 from .memory import backend_capacity_bytes, device_bytes
 from .model import Model, build_model, check_supported
 from .params import WorldParams
@@ -40,8 +42,9 @@ class Simulator(WorldAccess):
     the host description model.host), state and control (state.State, state.Control), params
     (per-world parameters, params.WorldParams), collision (pools, collision.Collision), rows
     (contact.ContactRows), warm (contact.WarmStartTable), solver (solver.SolverData),
-    bilateral (solver.BilateralRows: joint rows for the Newton solver; none yet). Every kernel
-    argument is bound by name from them (plan.Plan).
+    bilateral (solver.BilateralRows: the rows of the joints, for the Newton solver), joints
+    (joint.Joints: the scene's joints, their controls and measurements; None without joints).
+    Every kernel argument is bound by name from them (plan.Plan).
 
     State per world (shape (worlds, bodies, ...)), world frame, for the body frame origin as
     the scene places it: position [m], orientation (w, x, y, z), velocity [m/s], angular
@@ -67,7 +70,8 @@ class Simulator(WorldAccess):
         self.scene, self.worlds, self.dt, self.graph = scene, int(worlds), scene.dt, graph
         host = build_model(scene)
         check_supported(host)
-        self.options = SolverOptions.resolve(scene.solver, current_arch(), scene.source)
+        self.options = SolverOptions.resolve(scene.solver, current_arch(), scene.source, joints=bool(scene.joints))
+        self.joint_layout = build_joint_layout(scene) if scene.joints else None
         warn_unlikely(scene, host, self.options)
         self.model = Model(host)
         if self.worlds > self.PROBE_WORLDS:
@@ -91,10 +95,14 @@ class Simulator(WorldAccess):
         B, P = host.body_count, host.pair_count
         collision = Collision(self.model, W, capacities, max_capacity)
         capacity = collision.pool.capacity
+        bilateral = BilateralRows(W, B)
+        joints = None
+        if self.joint_layout is not None:
+            joints = Joints(self.joint_layout, W)
+            bilateral.uniform(self.joint_layout.rows_per_world)
         return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, host_float()),
                 "collision": collision, "rows": ContactRows(W, B, P, capacity), "warm": WarmStartTable(W, P, capacity),
-                "solver": SolverData(self.options, W, B, capacity),
-                "bilateral": BilateralRows(W, B),  # none yet: joint rows (Newton only)
+                "solver": SolverData(self.options, W, B, capacity), "bilateral": bilateral, "joints": joints,
                 "_saved_state": State(W, B).arrays()}  # a chunk's start state (step restores it after a pool overflow)
 
     def _check_memory(self, capacities: Capacities | None, containers: dict | None = None) -> None:
@@ -148,6 +156,7 @@ class Simulator(WorldAccess):
         o = self.options
         parts = (self.model.arrays(), self.state.arrays(), self.control.arrays(), self.params.arrays(), self.collision.arrays(),
                  self.rows.arrays(), self.warm.arrays(), self.solver.arrays(), self.bilateral.arrays(),
+                 self.joints.arrays() if self.joints is not None else {},
                  {"max_counts": self.max_counts, "stat_sums": self.stat_sums},
                  {"dt": float(self.dt), "iterations": int(o.iterations), "tolerance": float(o.tolerance),
                   "relaxation": float(o.relaxation), "beta": float(o.beta), "sigma": float(o.sigma)})
@@ -199,6 +208,8 @@ class Simulator(WorldAccess):
             plan.add(co.sum_pair_weights)
         plan.add(ca.finalize_contacts(o.warm_start, o.split))
         plan.add(cw.clear_table)
+        if self.joints is not None:
+            plan.add(jk.joint_rows)
         stages.append(("assemble", len(plan.launches)))
         add_solve(plan, o, self.solver)
         stages.append(("solve", len(plan.launches)))
@@ -206,19 +217,31 @@ class Simulator(WorldAccess):
         plan.add(ig.integrate)
         plan.add(co.sum_pair_impulses if o.deterministic else cw.accumulate_pair_impulses)
         plan.add(cw.store_impulses)
+        if self.joints is not None:
+            plan.add(jk.joint_state)
         stages.append(("integrate", len(plan.launches)))
         self._stage_ends = stages
         return plan
 
     # ----------------------------------------------------------------------------- stepping
 
+    def _chunk_arrays(self) -> dict:
+        """What a step changes besides the warm-start table: the state, and with joints their
+        positions (unwrapped angles), fresh flags and warm-start impulses."""
+        out = dict(self.state.arrays())
+        if self.joints is not None:
+            out.update(joint_q=self.joints.joint_q, joint_fresh=self.joints.joint_fresh, b_gamma=self.bilateral.b_gamma)
+        return out
+
     def _save(self) -> None:
-        for name, arr in self.state.arrays().items():
+        for name, arr in self._chunk_arrays().items():
+            if name not in self._saved_state:  # the joints' arrays (scalar): a copy made on first use
+                self._saved_state[name] = ti.ndarray(arr.dtype, arr.shape)
             self._saved_state[name].copy_from(arr)
         self.warm.save()
 
     def _restore(self) -> None:
-        for name, arr in self.state.arrays().items():
+        for name, arr in self._chunk_arrays().items():
             arr.copy_from(self._saved_state[name])
         self.warm.restore()
 

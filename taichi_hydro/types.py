@@ -62,6 +62,9 @@ nd = ti.types.ndarray
 vec2 = RealVector(2)
 vec3 = RealVector(3)
 vec4 = RealVector(4)
+vec6 = RealVector(6)
+"""A spatial vector: linear part (0:3), angular part (3:6)."""
+vec8 = RealVector(8)
 mat3 = RealMatrix(3, 3)
 ivec2 = ti.math.ivec2
 ivec3 = ti.math.ivec3
@@ -150,3 +153,10 @@ R_RT, R_RN, R_VHAT, R_ST, R_SN, R_MU, R_INV_ST, R_INV_SN = range(8)
 
 # stat_sums slots: steps, polygons, contacts, solver iterations (sums over worlds since reset).
 S_STEPS, S_POLYGONS, S_CONTACTS, S_ITERATIONS = range(4)
+
+# b_law columns (solver.bilateral): compliance R [u per unit impulse], bias [m/s or rad/s],
+# lower and upper bound of the impulse [N s or N m s].
+L_R, L_BIAS, L_LOWER, L_UPPER = range(4)
+UNBOUNDED = 1e30
+"""The bound of an unbounded row's impulse [N s]: finite, so that no kernel compares with an
+infinity (fast-math code may assume there is none)."""

@@ -39,8 +39,8 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
     iterations, contact evaluations); timed: a function that runs the kernel again on the same
-    arrays instead (for timing). bilateral: keyword arguments of BilateralRows.set (world 0),
-    whose solved impulses come back as rec["b_gamma"]."""
+    arrays instead (for timing). bilateral: keyword arguments of BilateralRows.set_points (world 0),
+    whose solved impulses come back as rec["b_gamma"] (points, 3 directions)."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
     given = rec
     if n == 0:  # no contact rows: one zero row that no world owns
@@ -74,7 +74,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
     )
     rows = BilateralRows(1, B)
     if bilateral:
-        rows.set(world=np.zeros(len(bilateral["body_a"]), int), **bilateral)
+        rows.set_points(world=np.zeros(len(bilateral["body_a"]), int), **bilateral)
     args.update(rows.arrays())
     data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
     data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
@@ -91,7 +91,8 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
             kernel(*call)
             return int(data.world_iterations.to_numpy()[0]), int(data.world_updates.to_numpy()[0])
         return again
-    given["b_gamma"] = rows.b_gamma.to_numpy()
+    points = len(bilateral["body_a"]) if bilateral else 0
+    given["b_gamma"] = rows.b_gamma.to_numpy()[:3 * points].reshape(points, 3)
     # The float64 iterate, by body (newton_pos orders the blocks).
     pos = data.newton_pos.to_numpy()[0]
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]

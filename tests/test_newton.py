@@ -162,7 +162,7 @@ def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
 
 @pytest.mark.parametrize("compliance", [1e-3, 1e-8])
 def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
-    """One bilateral row (solver.bilateral) pins a point of a free body (r = (0.1, 0, 0.05) m
+    """One bilateral point (three rows, solver.bilateral) pins a point of a free body (r = (0.1, 0, 0.05) m
     from its centre of mass) to the static world with compliance R per direction and a drift
     correction bias b: the cost is quadratic, so the solution is the closed form
     (M + J^T J / R) x = M x* + J^T b / R, J = [I, -[r]] (the point's velocity v + w x r), reached

@@ -27,15 +27,17 @@ fixed point of the projected iterations, without hydroplaning.
 
 A world stops when no point of any body moves by more than the tolerance over an iteration
 (the same velocity test as the projected iterations: body_change of the step), or at the cap.
-Bilateral rows (solver.bilateral: joints) add their quadratic cost to l and are solved with
-the contacts. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
+Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
+clamped, see there) and are solved with the contacts, warm-started from their impulses of the
+previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
 (float64 on cpu and cuda); the state keeps the run-time precision (backend.init)."""
 
 import functools
 
 import taichi as ti
 
-from ..types import ID_A, ID_B, ID_PAIR, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3
+from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3,
+                     vec4, vec6)
 from .cone import apply_world_impulse, body_change
 
 __all__ = ["newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS"]
@@ -54,6 +56,7 @@ def newton_solver(real):
     """The Newton solve kernel of the world schedule, with arithmetic in `real` (ti.f64 or
     ti.f32), made once per type."""
     rvec3 = ti.types.vector(3, real)
+    rvec6 = ti.types.vector(6, real)
     rmat3 = ti.types.matrix(3, 3, real)
     tiny = 1e-300 if real == ti.f64 else 1e-30  # a floor for the Cholesky pivots
 
@@ -112,14 +115,39 @@ def newton_solver(real):
         return d1, d2
 
     @ti.func
-    def bilateral_response(u: rvec3, compliance: vec3, bias: vec3):
-        """(gamma, G) of a bilateral row: gamma = -(u - bias) / R, G = diag(1 / R), row frame."""
-        R = ti.cast(compliance, real)
-        gamma = -(u - ti.cast(bias, real)) / R
-        G = rmat3(0.0)
-        for k in ti.static(range(3)):
-            G[k, k] = 1.0 / R[k]
+    def bilateral_response(u: real, law: vec4):
+        """(gamma, G) of a bilateral row (solver.bilateral): gamma = clamp(-(u - bias) / R,
+        lower, upper) and G = -d gamma / d u (1 / R inside the bounds, 0 on them)."""
+        R = ti.cast(law[L_R], real)
+        gamma = -(u - ti.cast(law[L_BIAS], real)) / R
+        G = 1.0 / R
+        if gamma <= ti.cast(law[L_LOWER], real):
+            gamma = ti.cast(law[L_LOWER], real)
+            G = 0.0
+        elif gamma >= ti.cast(law[L_UPPER], real):
+            gamma = ti.cast(law[L_UPPER], real)
+            G = 0.0
         return gamma, G
+
+    @ti.func
+    def row_u(w: ti.i32, pa: ti.i32, pb: ti.i32, ja: rvec6, jb: rvec6, v: ti.template()) -> real:
+        """u = Ja . v_a + Jb . v_b of a bilateral row, with body a's generalized velocity at
+        v[w, pa:pa + 6] (pa < 0: no body a) and b's at pb."""
+        u = ti.cast(0.0, real)
+        for k in ti.static(range(6)):
+            u += jb[k] * v[w, pb + k]
+        if pa >= 0:
+            for k in ti.static(range(6)):
+                u += ja[k] * v[w, pa + k]
+        return u
+
+    @ti.func
+    def add_outer(H: ti.template(), w: ti.i32, i: ti.i32, j: ti.i32, s: real, x: rvec6, y: rvec6, diagonal: ti.template()):
+        """H[6i.., 6j..] += s x y^T (a diagonal block, i = j: its lower triangle only)."""
+        for r in ti.static(range(6)):
+            for c in ti.static(range(6)):
+                if ti.static(not diagonal or c <= r):
+                    H[w, 6 * i + r, 6 * j + c] += s * x[r] * y[c]
 
     @ti.func
     def contact_u(w: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, v: ti.template()) -> rvec3:
@@ -302,7 +330,7 @@ def newton_solver(real):
         for c in range(start, end + jend - jstart):
             ids = c_ids[c] if c < end else b_ids[jstart + c - end]
             a, b = ids[ID_A], ids[ID_B]
-            if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
+            if a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0 and body_inv_mass[wm, b] > 0.0:  # a < 0: the world
                 newton_adj[w, a, b] = 1
                 newton_adj[w, b, a] = 1
         for b in range(B):
@@ -349,12 +377,10 @@ def newton_solver(real):
         c_gamma: nd(dtype=vec3, ndim=1),
         bilateral_start: nd(dtype=ti.i32, ndim=1),
         b_ids: nd(dtype=ivec4, ndim=1),
-        b_frame: nd(dtype=mat3, ndim=1),
-        b_ra: nd(dtype=vec3, ndim=1),
-        b_rb: nd(dtype=vec3, ndim=1),
-        b_compliance: nd(dtype=vec3, ndim=1),
-        b_bias: nd(dtype=vec3, ndim=1),
-        b_gamma: nd(dtype=vec3, ndim=1),
+        b_Ja: nd(dtype=vec6, ndim=1),
+        b_Jb: nd(dtype=vec6, ndim=1),
+        b_law: nd(dtype=vec4, ndim=1),
+        b_gamma: nd(dtype=float, ndim=1),
         body_vc: nd(dtype=vec3, ndim=2),
         body_wc: nd(dtype=vec3, ndim=2),
         body_reach: nd(dtype=float, ndim=1),
@@ -383,10 +409,11 @@ def newton_solver(real):
         tolerance: float,
     ):
         """One thread per world. Reads the contact rows, their warm-start impulses c_gamma, the
-        bilateral rows (solver.bilateral; cold-started) and the free velocities
+        bilateral rows (solver.bilateral) and theirs b_gamma, and the free velocities
         body_vc/body_wc; writes the solved velocities there, the impulses of the solution to
         c_gamma and b_gamma (row frames), and the world's iterations, last change [m/s],
         contacts and contact evaluations (world_updates).
+        A bilateral row's body a < 0 is the world (no velocity).
 
         The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
         gradient, step) and in H, whose 6x6 blocks are stored and factored only where the
@@ -413,6 +440,17 @@ def newton_solver(real):
                     apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
                                         body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
                     c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
+                for j in range(jstart, jend):  # and + M^-1 J^T gamma0 of the bilateral rows
+                    ids = b_ids[j]
+                    for side in ti.static(range(2)):
+                        body = ids[ID_A] if side == 0 else ids[ID_B]
+                        jac = b_Ja[j] if side == 0 else b_Jb[j]
+                        if body >= 0 and body_inv_mass[wm, ti.max(body, 0)] > 0.0:
+                            g = b_gamma[j]
+                            lin = vec3(jac[0], jac[1], jac[2]) * g
+                            ang = vec3(jac[3], jac[4], jac[5]) * g
+                            body_vc[w, body] = body_vc[w, body] + body_inv_mass[wm, body] * lin
+                            body_wc[w, body] = body_wc[w, body] + body_inv_inertia_W[w, body] @ ang
                 for b in range(B):
                     p = 6 * newton_pos[w, b]
                     for k in ti.static(range(3)):
@@ -489,26 +527,36 @@ def newton_solver(real):
                             sum_f += f
                             sum_ta += ra.cross(f)
                             sum_tb += rb.cross(f)
-                    for j in range(jstart, jend):  # bilateral rows: gamma = -(u - bias) / R, G = diag(1 / R)
+                    for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
                         ids = b_ids[j]
                         a, b = ids[ID_A], ids[ID_B]
-                        pa, pb = newton_pos[w, a], newton_pos[w, b]
-                        F = ti.cast(b_frame[j], real)
-                        ra, rb = ti.cast(b_ra[j], real), ti.cast(b_rb[j], real)
-                        u = contact_u(w, 6 * pa, 6 * pb, F, ra, rb, newton_v)
-                        gamma, G = bilateral_response(u, b_compliance[j], b_bias[j])
-                        f = F.transpose() @ gamma
-                        A = F.transpose() @ G @ F
-                        AS = times_skew(A, ra)
-                        add_gradient(w, wm, a, b, pa, pb, f, ra.cross(f), rb.cross(f), body_inv_mass, newton_grad)
-                        add_hessian(w, wm, a, b, pa, pb, A, AS, skew_times(ra, AS), rb - ra, body_inv_mass, newton_H)
+                        mobile_a = a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0
+                        mobile_b = body_inv_mass[wm, b] > 0.0
+                        pa = newton_pos[w, ti.max(a, 0)]
+                        pb = newton_pos[w, b]
+                        ja, jb = ti.cast(b_Ja[j], real), ti.cast(b_Jb[j], real)
+                        u = row_u(w, 6 * pa if a >= 0 else -1, 6 * pb, ja, jb, newton_v)
+                        gamma, G = bilateral_response(u, b_law[j])
+                        evaluations += 1
+                        if mobile_a:
+                            for k in ti.static(range(6)):
+                                newton_grad[w, 6 * pa + k] -= ja[k] * gamma
+                            add_outer(newton_H, w, pa, pa, G, ja, ja, True)
+                        if mobile_b:
+                            for k in ti.static(range(6)):
+                                newton_grad[w, 6 * pb + k] -= jb[k] * gamma
+                            add_outer(newton_H, w, pb, pb, G, jb, jb, True)
+                        if mobile_a and mobile_b:
+                            if pa > pb:
+                                add_outer(newton_H, w, pa, pb, G, ja, jb, False)
+                            else:
+                                add_outer(newton_H, w, pb, pa, G, jb, ja, False)
                     factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                      newton_row_len)
                     # Line search on phi(alpha) = l(v + alpha dv; g).
                     d0 = ti.cast(0.0, real)
-                    # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the contacts' terms,
-                    # dMv = dv^T M (v - v*) + sum_j Jdv_j . (u_j - bias_j) / R_j (bilateral rows),
-                    # dMd = dv^T M dv + sum_j Jdv_j . Jdv_j / R_j.
+                    # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
+                    # dMv = dv^T M (v - v*), dMd = dv^T M dv.
                     dMd = ti.cast(0.0, real)
                     dMv = ti.cast(0.0, real)
                     for i in range(6 * B):
@@ -533,15 +581,6 @@ def newton_solver(real):
                         F = ti.cast(c_frame[c], real)
                         ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
                         c_jdv[c] = contact_u(w, pa, pb, F, ra, rb, newton_dv)
-                    for j in range(jstart, jend):
-                        ids = b_ids[j]
-                        pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
-                        F = ti.cast(b_frame[j], real)
-                        ra, rb = ti.cast(b_ra[j], real), ti.cast(b_rb[j], real)
-                        jdv = contact_u(w, pa, pb, F, ra, rb, newton_dv)
-                        gamma, G = bilateral_response(contact_u(w, pa, pb, F, ra, rb, newton_v), b_compliance[j], b_bias[j])
-                        dMv -= gamma.dot(jdv)
-                        dMd += jdv.dot(G @ jdv)
                     alpha = ti.cast(1.0, real)
                     if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
                         alpha = 0.0
@@ -555,7 +594,17 @@ def newton_solver(real):
                                 dd1, dd2 = directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
                                 d1 += dd1
                                 d2 += dd2
-                            evaluations += end - start
+                            for j in range(jstart, jend):
+                                ids = b_ids[j]
+                                a = ids[ID_A]
+                                pa = 6 * newton_pos[w, ti.max(a, 0)] if a >= 0 else -1
+                                pb = 6 * newton_pos[w, ids[ID_B]]
+                                ja, jb = ti.cast(b_Ja[j], real), ti.cast(b_Jb[j], real)
+                                jd = row_u(w, pa, pb, ja, jb, newton_dv)
+                                gamma, G = bilateral_response(row_u(w, pa, pb, ja, jb, newton_v) + alpha * jd, b_law[j])
+                                d1 -= gamma * jd
+                                d2 += G * jd * jd
+                            evaluations += end - start + jend - jstart
                             if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
                                 break
                             if d1 < 0.0:
@@ -600,9 +649,10 @@ def newton_solver(real):
                     c_gamma[c] = ti.cast(gamma, float)
                 for j in range(jstart, jend):
                     ids = b_ids[j]
-                    u = contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(b_frame[j], real),
-                                  ti.cast(b_ra[j], real), ti.cast(b_rb[j], real), newton_v)
-                    gamma, _ = bilateral_response(u, b_compliance[j], b_bias[j])
+                    a = ids[ID_A]
+                    u = row_u(w, 6 * newton_pos[w, ti.max(a, 0)] if a >= 0 else -1, 6 * newton_pos[w, ids[ID_B]], ti.cast(b_Ja[j], real),
+                              ti.cast(b_Jb[j], real), newton_v)
+                    gamma, _ = bilateral_response(u, b_law[j])
                     b_gamma[j] = ti.cast(gamma, float)
             world_iterations[w] = it
             world_residual[w] = ti.cast(change, float)

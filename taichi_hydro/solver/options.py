@@ -33,13 +33,18 @@ class SolverOptions:
     sigma: float
 
     @staticmethod
-    def resolve(settings: SolverSettings, arch: str, source: str = "<scene>") -> "SolverOptions":
+    def resolve(settings: SolverSettings, arch: str, source: str = "<scene>", joints: bool = False) -> "SolverOptions":
         """"auto" becomes the backend's default: the contact schedule with accelerated Jacobi
-        on cuda, the world schedule with Gauss-Seidel elsewhere."""
+        on cuda, the world schedule with Gauss-Seidel elsewhere; Newton on the world schedule
+        for a scene with joints (the only method that solves their rows)."""
         schedule = settings.schedule
         if schedule == "auto":
             schedule = "contact" if arch == "cuda" else "world"
         method = settings.method
+        if joints and method == "auto":
+            method = "newton"
+        if joints and method != "newton":
+            raise SceneError(f"{source}: [solver] method {method}: the scene has joints, which only method newton solves")
         if method == "newton" and settings.schedule == "auto":
             schedule = "world"
         if method == "auto":
