@@ -363,7 +363,7 @@ class WorldAccess:
                     if bad.any():
                         w = int(np.argmax(bad))
                         raise SceneError(f"set_joint_control: {key} of joint '{names[d]}' in world {w} is not finite: "
-                                         f"{column[w]!r}")
+                                         f"{float(column[w])!r}")
                     problem = range_problem(column, host_float())
                     if problem:
                         raise SceneError(f"set_joint_control: {key} of joint '{names[d]}': {problem}")
@@ -371,8 +371,8 @@ class WorldAccess:
                     stray = ~np.isnan(column) & (column != scene_value[d])
                     if stray.any():
                         w = int(np.argmax(stray))
-                        need = "a pd actuator" if key != "effort" else "an actuator"
-                        raise SceneError(f"set_joint_control: {key} of joint '{names[d]}' in world {w} is {column[w]!r}, "
+                        need = "pd actuator" if key != "effort" else "actuator"
+                        raise SceneError(f"set_joint_control: {key} of joint '{names[d]}' in world {w} is {float(column[w])!r}, "
                                          f"but the joint has no {need}; give NaN")
                     v[:, d] = scene_value[d]
             full = np.zeros((W, max(D, 1)), dtype=host_float())

@@ -496,7 +496,7 @@ def _parse_actuator(t: _Table, joint_type: str) -> Actuator:
     allowed = {"type", "effort", "effort_limit"} | ({"kp", "kd", "target", "target_velocity"} if kind == "pd" else set())
     for key in t.data:
         if key not in allowed:
-            raise t.error(key, f"is not a parameter of a {kind} actuator (allowed: {sorted(allowed - {'type'})})")
+            raise t.error(key, f"is not a parameter of the {kind} actuator (allowed: {sorted(allowed - {'type'})})")
     actuator = Actuator(
         type=kind,
         kp=t.number("kp", 0.0, nonneg=True),
