@@ -12,10 +12,13 @@ friction and dissipation are NaN for a body without geometry (nothing of it can 
 Bodies with several geometries (each with its own material). A body's value is that of its
 reference geometry: its first geometry for friction and dissipation, its first compliant one
 for modulus. A value v set for body b in a world sets each geometry g of b to
-    value_g v / value_ref            (the scene's ratios between the geometries are kept),
-    v                                when value_ref is 0 (no ratio to keep),
+    value_g (v / value_ref)          (the scene's ratios between the geometries are kept),
+    v                                when value_ref is 0 (no ratio to keep), unless v is 0
+                                     too: the scene's value leaves the scene's values,
 and the reference geometry (so a single-geometry body) to v itself, bit for bit: a
-one-geometry body has the same per-world values as before bodies had several.
+one-geometry body has the same per-world values as before bodies had several. The ratio is
+taken first so that v = value_ref gives every geometry its scene value exactly: a world set to
+parameters() is the scene, bit for bit.
 
 What the kernels read (leading dimension 1 = shared by all worlds, or W; index w % shape[0]):
   body_inv_mass (W, B) = 1/m and body_inv_inertia_B (W, B) = I^-1 with I = I_scene m / m_scene:
@@ -104,7 +107,8 @@ def reference_geometry(data: ModelData, name: str) -> np.ndarray:
 def geometry_values(data: ModelData, name: str, values: np.ndarray) -> np.ndarray:
     """(W, G) per-geometry values of material parameter `name` from per-body values (W, B), by
     the rule of the module docstring (the reference geometry gets v, every other geometry
-    value_g v / value_ref, or v when value_ref is 0); NaN where it does not apply."""
+    value_g (v / value_ref), or v when value_ref is 0 and v is not); NaN where it does not
+    apply."""
     scene = _geometry_scene_values(data, name)
     ref = reference_geometry(data, name)
     out = np.full((values.shape[0], len(scene)), np.nan)
@@ -113,10 +117,13 @@ def geometry_values(data: ModelData, name: str, values: np.ndarray) -> np.ndarra
         r = ref[b]
         if np.isnan(scene[g]):
             continue
-        if g == r or scene[r] == 0.0:
-            out[:, g] = values[:, b]
+        v = values[:, b]
+        if g == r:
+            out[:, g] = v
+        elif scene[r] == 0.0:
+            out[:, g] = np.where(v == 0.0, scene[g], v)
         else:
-            out[:, g] = scene[g] * values[:, b] / scene[r]
+            out[:, g] = scene[g] * (v / scene[r])
     return out
 
 
