@@ -1,6 +1,9 @@
-"""Scene description: TOML files (../CONTRACT) or dicts, validated into plain dataclasses.
+"""Scene description: TOML files (../CONTRACT, and the README's "Scene files" for the keys
+added since: [[body.geometry]], inertia, center_of_mass) or dicts, validated into plain
+dataclasses.
 
-Every error is a SceneError that names the source file, the body and the key."""
+Every error is a SceneError that names the source file, the body, the geometry (of a
+[[body.geometry]] table) and the key."""
 
 from __future__ import annotations
 
@@ -33,8 +36,8 @@ _ROUND_SHAPES = ("sphere", "cylinder", "capsule", "ellipsoid")
 
 @dataclass(frozen=True)
 class Shape:
-    """Geometry of one body in its body frame B. Dimensions [m]; `file` is resolved to an
-    absolute path; `scale` multiplies file coordinates."""
+    """A shape in its geometry frame G (the body frame B for [body.shape]). Dimensions [m];
+    `file` is resolved to an absolute path; `scale` multiplies file coordinates."""
 
     type: str
     radius: float | None = None
