@@ -304,7 +304,8 @@ def test_body_without_geometry_falls_and_spins_freely(arch, tol):
     shapes), alone in its scene or beside a floor: semi-implicit Euler free fall,
     z_n = z_0 - g dt^2 n (n + 1) / 2, and a spin about a principal axis that stays constant;
     its reach is the radius of the uniform ball of its mass and trace of inertia,
-    sqrt(5 trace / (6 m)); friction and modulus do not apply to it (NaN)."""
+    sqrt(5 trace / (6 m)); friction and modulus do not apply to it (NaN, and a value given
+    for it is refused); a per-world mass (3 kg) leaves free fall and spin as they are."""
     free = {"name": "free", "mass": 2.0, "inertia": [0.1, 0.2, 0.25, 0.0, 0.0, 0.0], "center_of_mass": [0.0, 0.0, 0.1],
             "position": [0.0, 0.0, 1.0], "angular_velocity": [0.0, 0.0, 1.5], "geometry": []}
     n, dt = 50, 1e-3
@@ -313,6 +314,11 @@ def test_body_without_geometry_falls_and_spins_freely(arch, tol):
         b = len(bodies) - 1
         assert sim.model.host.body_reach[b] == pytest.approx(math.sqrt(5 * 0.55 / 12), rel=1e-12)
         assert np.isnan(sim.parameters()["friction"][0, b]) and np.isnan(sim.parameters()["modulus"][0, b])
+        friction = np.full(len(bodies), np.nan)
+        friction[b] = 0.5
+        with pytest.raises(th.SceneError, match="friction of body 'free' in world 0: a body without geometry has no friction"):
+            sim.set_parameters(friction=friction)
+        sim.set_parameters(friction=np.nan if b == 0 else [0.4, np.nan], modulus=np.nan, mass=3.0)
         sim.step(n)
         state = sim.get_state()
         com = state["position"][0, b] + rotation_matrices(state["orientation"][0, b]) @ [0.0, 0.0, 0.1]
