@@ -5,7 +5,8 @@ Parameters, one row per world (host copies in float64):
   mass (W, B) [kg]         dynamic bodies; NaN for static and kinematic bodies (they have none)
   friction (W, B) [-]      Coulomb coefficient mu of each body's contact material
   dissipation (W, B) [s/m] Hunt-Crossley d of each body
-  modulus (W, B) [Pa]      hydroelastic modulus E of compliant bodies; NaN for rigid ones
+  modulus (W, B) [Pa]      hydroelastic modulus E of compliant bodies; NaN for bodies with no
+                           compliant geometry
   gravity (W, 3) [m/s^2]   world frame
 friction and dissipation are NaN for a body without geometry (nothing of it can touch).
 
