@@ -357,6 +357,17 @@ def _check_options(time_step: float, approximation, hydro_representation: str) -
         raise ValueError(f"hydro_representation must be one of {list(_REPRESENTATIONS)}, got {hydro_representation!r}")
 
 
+def _refuse_several_geometries(scene: Scene) -> None:
+    """This harness maps a body to one Drake geometry at its origin, with the mass properties
+    of that shape: NotImplementedError for a body with another number of geometries, a posed
+    geometry or given inertia / centre of mass."""
+    for body in scene.bodies:
+        if len(body.geometries) != 1 or body.geometries[0].posed or body.inertia is not None \
+                or body.center_of_mass is not None:
+            raise NotImplementedError(f"{scene.source}: body '{body.name}': the Drake harness takes one shape at the body "
+                                      "origin per body ([body.shape]), without inertia or center_of_mass")
+
+
 def build(
     scene: Scene, time_step: float = 0.0, approximation: str | None = None, hydro_representation: str = "polygon"
 ) -> DrakeScene:
@@ -365,8 +376,10 @@ def build(
     time_step [s]: 0 gives a continuous plant (enough for the static contact query); > 0 a
     discrete plant whose contact approximation is `approximation` in {None (= "tamsi"),
     "tamsi", "sap", "lagged", "similar"}. hydro_representation: "polygon" or "triangle".
-    Raises NotImplementedError for what Drake cannot express (see the module docstring)."""
+    Raises NotImplementedError for what Drake cannot express (see the module docstring) and
+    for bodies of several geometries (not mapped yet)."""
     _check_options(time_step, approximation, hydro_representation)
+    _refuse_several_geometries(scene)
     builder = DiagramBuilder()
     plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step)
     bodies, geometry_ids = {}, {}

@@ -10,7 +10,7 @@ _os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "False")
 from .backend import ARCHES, current_arch, init, is_initialized
 from .errors import (ArgumentError, BackendError, CapacityError, HydroError, HydroWarning, LaunchBudgetError, MeshError, OutputError,
                      SceneError)
-from .scene import Body, Contact, Scene, Shape, SolverSettings, load_scene, scene_from_dict
+from .scene import Body, Contact, GeometrySpec, Scene, Shape, SolverSettings, load_scene, scene_from_dict
 from .sim import Simulator
 from .collision.surfaces import ContactSurface
 from .types import FROZEN_POSE, FROZEN_REASONS, FROZEN_SPEED, FROZEN_SPIN
@@ -24,6 +24,7 @@ __all__ = [
     "scene_from_dict",
     "Scene",
     "Body",
+    "GeometrySpec",
     "Shape",
     "Contact",
     "SolverSettings",

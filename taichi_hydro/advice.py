@@ -7,7 +7,8 @@ The rules, each an estimate from the model's own scales:
   weight, where k is the contact's stiffness: the smaller of the pressure field's, g_p A (g_p
   the pressure gradient [Pa/m] of the compliant side, E over its half thickness or E/H for a
   slab, in series when both sides are compliant; A = (2 L)^2, the footprint of a body whose
-  smallest half extent is L), and the
+  smallest half extent is L; for a body of several geometries, L of the geometry in the
+  contact, carrying the body's whole weight), and the
   near-rigid cap m (beta/dt)^2 the solver applies (SolverSettings.beta). When delta exceeds
   half the body's half thickness L (the smallest half extent of its bounding box) the pressure
   field is crossed past its core and the body may pass through: the time step is too large
@@ -72,18 +73,20 @@ def findings(scene, host, beta: float, relaxation_fraction: float | None) -> lis
             ga, gb = int(host.pair_i[p][P_GEOM_A]), int(host.pair_i[p][P_GEOM_B])
             if geom_body[ga] != b and geom_body[gb] != b:
                 continue
-            other = gb if geom_body[ga] == b else ga
+            own, other = (ga, gb) if geom_body[ga] == b else (gb, ga)
             compliance = sum(1.0 / _gradient(host, g) for g in (ga, gb))
             if compliance == 0.0:
                 continue
-            footprint = (2.0 * L) ** 2
+            L_own = _half_thickness(host, own)  # the whole weight on this one geometry: the worst case
+            footprint = (2.0 * L_own) ** 2
             k = min(footprint / compliance, m * (beta / scene.dt) ** 2)
             sink = m * g_mag / k
-            if sink > 0.5 * L:
-                out.append(f"{scene.source}: body '{body.name}' would sink about {sink:.3g} m into "
+            if sink > 0.5 * L_own:
+                what = f"body '{body.name}'" if len(geoms) == 1 else f"body '{body.name}' (geometry '{host.geom_name[own]}')"
+                out.append(f"{scene.source}: {what} would sink about {sink:.3g} m into "
                            f"'{names[geom_body[other]]}' under its own weight (stiffness {k:.3g} N/m), more than half its "
-                           f"half thickness {L:.3g} m, and may pass through it: use dt <= "
-                           f"{beta * math.sqrt(L / (2.0 * max(g_mag, 1e-30))):.3g} s or a larger modulus "
+                           f"half thickness {L_own:.3g} m, and may pass through it: use dt <= "
+                           f"{beta * math.sqrt(L_own / (2.0 * max(g_mag, 1e-30))):.3g} s or a larger modulus "
                            "(rule: taichi_hydro.advice)")
         speed = float(np.linalg.norm(body.v_WB))
         if speed * scene.dt > L:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import HydroError
 from .output import atomic_write, check_output
+from .rotation import rotation_matrices
 from .types import BODY_DYNAMIC
 
 __all__ = ["History", "energies"]
@@ -39,7 +40,7 @@ def energies(sim, state: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     kinetic, potential = np.zeros(W), np.zeros(W)
     for b in np.flatnonzero(host.body_kind == BODY_DYNAMIC):
         q = state["orientation"][:, b]
-        R = _rotations(q)
+        R = rotation_matrices(q)
         com_W = np.einsum("wij,j->wi", R, host.body_com_B[b])
         omega = state["angular_velocity"][:, b]
         v_cm = state["velocity"][:, b] + np.cross(omega, com_W)
@@ -48,16 +49,6 @@ def energies(sim, state: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         kinetic += 0.5 * m * np.einsum("wi,wi->w", v_cm, v_cm) + 0.5 * np.einsum("wi,wij,wj->w", omega, inertia_W, omega)
         potential -= m * np.einsum("wi,wi->w", params["gravity"], state["position"][:, b] + com_W)
     return kinetic, potential
-
-
-def _rotations(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices (n, 3, 3) of unit quaternions (n, 4) (w, x, y, z)."""
-    w, x, y, z = q.T
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
 
 
 class History:

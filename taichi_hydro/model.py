@@ -12,15 +12,16 @@ import numpy as np
 import taichi as ti
 
 from .errors import SceneError
-from .geometry.build import Geometry, build_geometry
-from .scene import Scene
+from .geometry.build import Geometry, body_geometries
+from .geometry.mass import UnitMassProperties, gyration_radius, inertia_matrix, union_props
+from .scene import Body, Scene
 from .types import (
     BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
     P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, host_float, ivec8,
     tet_vertices, tri_vertices, vec3, vec4,
 )
 
-__all__ = ["ModelData", "Model", "build_model"]
+__all__ = ["ModelData", "Model", "build_model", "mass_properties", "body_reach", "combine_pair_parameters"]
 
 
 @dataclass
@@ -31,10 +32,14 @@ class ModelData:
     tri_X_G (F, 3, 3) [m], tri_n_G (F, 3): triangle pool (outward unit normals).
     geom_i (G, 8): columns types.G_* (owning body, kind, compliant, pool start, element count,
       start in the hashed element range or -1).
+    geom_name (G,): each geometry's name within its body (scene.GeometrySpec.name).
     geom_modulus (G,) [Pa] (0 when rigid), geom_slab_gradient (G,) E/H [Pa/m] of a compliant
       half-space, geom_margin (G,) [m], geom_element_size (G,) [m] (median element extent).
+    geom_friction (G,) [-], geom_dissipation (G,) [s/m]: each geometry's contact material
+      (Coulomb mu, Hunt-Crossley d), combined per pair into pair_f.
     body_geom_start (B + 1,), body_geoms (G,): the geometries of each body (CSR, the inverse of
-      geom_i[:, G_BODY]); every body <-> geometry lookup goes through these two maps.
+      geom_i[:, G_BODY]), in the body's scene order; every body <-> geometry lookup goes
+      through these two maps. Geometries are stored body by body, so body_geoms is 0..G-1.
     geom_box_G (G, 2, 3): body-frame bounding box [m] (meshes only).
     geom_ball_G (G, 4): body-frame bounding ball, centre [m] and radius [m] (meshes only): its
       world box does not grow when the body turns, unlike the rotated box's.
@@ -42,18 +47,21 @@ class ModelData:
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
       output normal points from the lower body index to the higher), lower body, higher body.
     pair_f (P, 4): columns types.PF_*: friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s]
-      (Drake's combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b), d weighted by the moduli,
-      tau = tau_a + tau_b; see combine_pair_parameters).
+      of the pair's two geometries (Drake's combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b),
+      d weighted by the moduli, tau = tau_a + tau_b; see combine_pair_parameters).
     pair_table (G, G): pair id of a hashed pair or -1.
     geom_pair_start (G+1,), geom_pair_list (...): hashed pairs of each geometry (CSR).
     plane_task (K, 2): (pair, element index within the mesh geometry) for every planar pair.
     cell_size [m]: spatial hash cell edge.
     body_kind (B,): BODY_DYNAMIC, BODY_STATIC or BODY_KINEMATIC.
     body_mass (B,) [kg] (0 unless dynamic); body_inertia_B (B, 3, 3) [kg m^2] about the centre
-      of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame.
-    body_reach (B,) [m]: distance from the centre of mass to the farthest point of the body's
-      geometry (bounding ball; 0 for a half-space): |dv| + reach |dw| bounds the velocity change
-      of every point of the body (the solver's stopping test).
+      of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame (see
+      mass_properties).
+    body_props (B,): the unit-density mass properties of each body's geometries taken together
+      (geometry.mass.union_props, in B), or None where there is no volume or the scene gives
+      the inertia (then masses set per world scale body_inertia_B instead).
+    body_reach (B,) [m]: see body_reach; |dv| + reach |dw| bounds the velocity change of every
+      point of the body (the solver's stopping test).
     """
 
     scene: Scene
@@ -64,10 +72,13 @@ class ModelData:
     tri_X_G: np.ndarray
     tri_n_G: np.ndarray
     geom_i: np.ndarray
+    geom_name: list[str]
     geom_modulus: np.ndarray
     geom_slab_gradient: np.ndarray
     geom_margin: np.ndarray
     geom_element_size: np.ndarray
+    geom_friction: np.ndarray
+    geom_dissipation: np.ndarray
     body_geom_start: np.ndarray
     body_geoms: np.ndarray
     geom_box_G: np.ndarray
@@ -84,6 +95,7 @@ class ModelData:
     body_mass: np.ndarray
     body_inertia_B: np.ndarray
     body_com_B: np.ndarray
+    body_props: list[UnitMassProperties | None]
     body_reach: np.ndarray
 
     @property
@@ -99,13 +111,9 @@ class ModelData:
         """The geometry indices of body b."""
         return self.body_geoms[self.body_geom_start[b]:self.body_geom_start[b + 1]]
 
-    def body_mass_props(self, b: int):
-        """Unit-density mass properties of body b (geometry.mass), or None (no volume)."""
-        props = [self.geometries[g].mass for g in self.geoms_of(b) if self.geometries[g].mass is not None]
-        if len(props) > 1:
-            raise SceneError(f"{self.scene.source}: body '{self.scene.bodies[b].name}' has {len(props)} shapes with volume; "
-                             "combining their mass properties is not supported yet")
-        return props[0] if props else None
+    def body_mass_props(self, b: int) -> UnitMassProperties | None:
+        """Unit-density mass properties of body b's geometries together (body_props[b])."""
+        return self.body_props[b]
 
     def body_compliant(self) -> np.ndarray:
         """(B,) bool: the body has a compliant geometry."""
@@ -146,15 +154,16 @@ def _pair_type(ga: Geometry, gb: Geometry) -> tuple[int, bool] | None:
 
 def build_model(scene: Scene) -> ModelData:
     """Geometry, pools, pairs and the hash set-up for `scene`."""
-    geoms, geom_body = [], []
-    for b, body in enumerate(scene.bodies):  # one shape per body in today's scene format
-        geoms.append(build_geometry(body, scene.source))
-        geom_body.append(b)
+    geoms, geom_body, geom_name, specs = [], [], [], []
+    for b, body in enumerate(scene.bodies):
+        geoms += body_geometries(body, scene.source)
+        geom_body += [b] * len(body.geometries)
+        geom_name += [spec.name for spec in body.geometries]
+        specs += body.geometries
     G, B = len(geoms), len(scene.bodies)
-    geom_body = np.array(geom_body, dtype=np.int32)
-    order = np.argsort(geom_body, kind="stable")
+    geom_body = np.array(geom_body, dtype=np.int32).reshape(-1)
     body_geom_start = np.concatenate([[0], np.cumsum(np.bincount(geom_body, minlength=B))]).astype(np.int32)
-    body_geoms = order.astype(np.int32)
+    body_geoms = np.arange(G, dtype=np.int32)  # stored body by body
 
     # Shared element pools.
     tet_X, tet_p, tet_g, tri_X, tri_n = [], [], [], [], []
@@ -217,10 +226,10 @@ def build_model(scene: Scene) -> ModelData:
             ptype, swapped = kind
             ra, rb = (b, a) if swapped else (a, b)
             pairs.append([ra, rb, ptype, int(geom_body[ra] > geom_body[rb]), body_a, body_b, 0, 0])
-            pair_tau.append(ba.contact.relaxation_time + bb.contact.relaxation_time)
+            pair_tau.append(specs[a].contact.relaxation_time + specs[b].contact.relaxation_time)
     pair_i = np.array(pairs, dtype=np.int32).reshape(-1, 8)
-    friction = np.array([b.contact.friction for b in scene.bodies], dtype=np.float64)
-    dissipation = np.array([b.contact.dissipation for b in scene.bodies], dtype=np.float64)
+    friction = np.array([spec.contact.friction for spec in specs], dtype=np.float64)
+    dissipation = np.array([spec.contact.dissipation for spec in specs], dtype=np.float64)
     modulus = np.array([g.modulus if g.compliant else np.nan for g in geoms], dtype=np.float64)
     pair_f = combine_pair_parameters(pair_i, np.array(pair_tau, dtype=np.float64), friction[None], dissipation[None],
                                      modulus[None])[0]
@@ -256,16 +265,12 @@ def build_model(scene: Scene) -> ModelData:
     body_mass = np.zeros(B)
     body_inertia = np.zeros((B, 3, 3))
     body_com = np.zeros((B, 3))
+    body_props = []
     for i, body in enumerate(scene.bodies):
-        props = [geoms[g].mass for g in body_geoms[body_geom_start[i]:body_geom_start[i + 1]] if geoms[g].mass is not None]
-        if not props:
-            continue
-        body_com[i] = props[0].com_G
-        if body.type != "dynamic":
-            continue
-        mass = body.mass if body.mass is not None else body.density * props[0].volume
-        body_mass[i] = mass
-        body_inertia[i] = props[0].inertia(mass)
+        parts = [geoms[g].mass for g in range(body_geom_start[i], body_geom_start[i + 1]) if geoms[g].mass is not None]
+        props = union_props(parts) if parts else None
+        body_mass[i], body_inertia[i], body_com[i] = mass_properties(body, props)
+        body_props.append(None if body.inertia is not None else props)
 
     sizes = geom_element_size[sorted(hashed_geoms)] if hashed_geoms else np.array([1.0])
     cell_size = 2.0 * float(np.median(sizes))
@@ -282,10 +287,13 @@ def build_model(scene: Scene) -> ModelData:
         tri_X_G=stack(tri_X, (3, 3)),
         tri_n_G=stack(tri_n, (3,)),
         geom_i=geom_i,
+        geom_name=geom_name,
         geom_modulus=geom_modulus,
         geom_slab_gradient=geom_slab_gradient,
         geom_margin=geom_margin,
         geom_element_size=geom_element_size,
+        geom_friction=friction,
+        geom_dissipation=dissipation,
         body_geom_start=body_geom_start,
         body_geoms=body_geoms,
         geom_box_G=geom_box,
@@ -302,39 +310,67 @@ def build_model(scene: Scene) -> ModelData:
         body_mass=body_mass,
         body_inertia_B=body_inertia,
         body_com_B=body_com,
-        body_reach=body_reach(geom_ball, geom_i, body_com),
+        body_props=body_props,
+        body_reach=body_reach(geom_ball, geom_i, body_com, body_mass, body_inertia),
     )
 
 
-def body_reach(geom_ball_G: np.ndarray, geom_i: np.ndarray, body_com_B: np.ndarray) -> np.ndarray:
+def mass_properties(body: Body, props: UnitMassProperties | None) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass [kg], inertia (3, 3) [kg m^2] about the centre of mass in body axes, centre of mass
+    (3,) [m] in B) of `body`, from `props`, the unit-density properties of its geometries
+    together (None: no volume). The geometries share one density: `mass` gives it as mass /
+    total volume, or `density` directly; the inertia is the union's scaled by it. The scene's
+    `inertia` and `center_of_mass` override the computed ones (a centre of mass alone moves
+    the computed distribution: its inertia about the centre of mass is kept). Bodies that are
+    not dynamic have mass 0 and inertia 0 (their centre of mass is still the geometry's: the
+    integrator moves every body about it)."""
+    if body.center_of_mass is not None:
+        com = np.array(body.center_of_mass, dtype=np.float64)
+    else:
+        com = np.array(props.com_G, dtype=np.float64) if props is not None else np.zeros(3)
+    if body.type != "dynamic":
+        return 0.0, np.zeros((3, 3)), com
+    mass = body.mass if body.mass is not None else body.density * props.volume
+    inertia = inertia_matrix(body.inertia) if body.inertia is not None else props.inertia(mass)
+    return float(mass), inertia, com
+
+
+def body_reach(geom_ball_G: np.ndarray, geom_i: np.ndarray, body_com_B: np.ndarray, body_mass: np.ndarray,
+               body_inertia_B: np.ndarray) -> np.ndarray:
     """(B,) [m]: per body, the largest distance from its centre of mass to a point of the
-    bounding ball of one of its geometries (0 for a body without a mesh: a half-space)."""
+    bounding ball of one of its geometries (0 for a body whose only geometry is a half-space).
+    A dynamic body without any geometry has no points to bound: it gets the radius of the
+    uniform ball of its mass and trace of inertia (geometry.mass.gyration_radius), the lever
+    arm of a body of that size and inertia."""
     reach = np.zeros(len(body_com_B))
     for g, ball in enumerate(geom_ball_G):
         if ball[3] > 0.0:
             b = geom_i[g, G_BODY]
             reach[b] = max(reach[b], float(np.linalg.norm(ball[:3] - body_com_B[b])) + ball[3])
+    has_geometry = np.zeros(len(body_com_B), dtype=bool)
+    has_geometry[geom_i[:, G_BODY]] = True
+    for b in np.flatnonzero(~has_geometry & (body_mass > 0.0)):
+        reach[b] = gyration_radius(float(body_mass[b]), body_inertia_B[b])
     return reach
 
 
 def combine_pair_parameters(pair_i: np.ndarray, pair_tau: np.ndarray, friction: np.ndarray, dissipation: np.ndarray,
                             modulus: np.ndarray) -> np.ndarray:
-    """pair_f rows (N, P, 4) of N worlds from per-body values (N, B): friction mu [-] and
-    Hunt-Crossley d [s/m], and per-geometry modulus E (N, G) [Pa] (NaN for a rigid geometry);
-    pair_tau (P,) Kelvin-Voigt tau [s], the same in every world. Drake's rules:
+    """pair_f rows (N, P, 4) of N worlds from per-geometry values (N, G): friction mu [-],
+    Hunt-Crossley d [s/m] and modulus E [Pa] (NaN for a rigid geometry); pair_tau (P,)
+    Kelvin-Voigt tau [s], the same in every world. Drake's rules, per pair of geometries:
     mu = 2 mu_a mu_b / (mu_a + mu_b) (0 when both are 0); d = the compliant side's d when the
     other is rigid, (E_b d_a + E_a d_b) / (E_a + E_b) otherwise."""
-    a, b = pair_i[:, P_BODY_LO], pair_i[:, P_BODY_HI]
     flip = pair_i[:, P_FLIP] == 1  # geometries of the lower and the higher body
     ga = np.where(flip, pair_i[:, P_GEOM_B], pair_i[:, P_GEOM_A])
     gb = np.where(flip, pair_i[:, P_GEOM_A], pair_i[:, P_GEOM_B])
     out = np.zeros((friction.shape[0], len(pair_i), 4), dtype=np.float64)
     if len(pair_i) == 0:
         return out
-    mu_a, mu_b = friction[:, a], friction[:, b]
+    mu_a, mu_b = friction[:, ga], friction[:, gb]
     total = mu_a + mu_b
     out[..., PF_MU] = np.where(total == 0, 0.0, 2.0 * mu_a * mu_b / np.where(total == 0, 1.0, total))
-    da, db, ea, eb = dissipation[:, a], dissipation[:, b], modulus[:, ga], modulus[:, gb]
+    da, db, ea, eb = dissipation[:, ga], dissipation[:, gb], modulus[:, ga], modulus[:, gb]
     rigid_a, rigid_b = np.isnan(ea), np.isnan(eb)
     with np.errstate(invalid="ignore"):
         both = (eb * da + ea * db) / (ea + eb)
@@ -380,8 +416,10 @@ class Model:
         self.hash_elem_geom = _upload(ti.i32, host.hash_elem_geom)
         self.pair_i = _upload(ivec8, host.pair_i)
         G = len(host.geom_i)
-        self.pair_table = ti.ndarray(ti.i32, shape=(G, G))
-        self.pair_table.from_numpy(host.pair_table)
+        table = -np.ones((max(G, 1), max(G, 1)), dtype=np.int32)  # padded: Taichi rejects empty arrays
+        table[:G, :G] = host.pair_table
+        self.pair_table = ti.ndarray(ti.i32, shape=table.shape)
+        self.pair_table.from_numpy(table)
         self.geom_pair_start = _upload(ti.i32, host.geom_pair_start)
         self.geom_pair_list = _upload(ti.i32, host.geom_pair_list)
         self.plane_task = _upload(ti.types.vector(2, ti.i32), host.plane_task)
@@ -423,8 +461,12 @@ def check_supported(host: ModelData) -> None:
             if geom_body[ga] == geom_body[gb] or "dynamic" not in (ba.type, bb.type) or scene.filtered(ba.name, bb.name):
                 continue
             if not host.geometries[ga].compliant and not host.geometries[gb].compliant:
+                if ba.shape_table and bb.shape_table:
+                    what = f"bodies '{ba.name}' and '{bb.name}' are both rigid"
+                else:
+                    what = (f"body '{ba.name}' (geometry '{host.geom_name[ga]}') and body '{bb.name}' (geometry "
+                            f"'{host.geom_name[gb]}') are both rigid")
                 raise SceneError(
-                    f"{scene.source}: bodies '{ba.name}' and '{bb.name}' are both rigid: hydroelastic contact needs "
-                    "one of them compliant (set contact.hydro = \"compliant\" and a modulus on one), or list both in a "
-                    "[[collision_filter]]"
+                    f"{scene.source}: {what}: hydroelastic contact needs one of them compliant (set contact.hydro = "
+                    "\"compliant\" and a modulus on one), or list both bodies in a [[collision_filter]]"
                 )

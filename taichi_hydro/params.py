@@ -5,17 +5,32 @@ Parameters, one row per world (host copies in float64):
   mass (W, B) [kg]         dynamic bodies; NaN for static and kinematic bodies (they have none)
   friction (W, B) [-]      Coulomb coefficient mu of each body's contact material
   dissipation (W, B) [s/m] Hunt-Crossley d of each body
-  modulus (W, B) [Pa]      hydroelastic modulus E of compliant geometries; NaN for rigid ones
+  modulus (W, B) [Pa]      hydroelastic modulus E of compliant bodies; NaN for bodies with no
+                           compliant geometry
   gravity (W, 3) [m/s^2]   world frame
+friction and dissipation are NaN for a body without geometry (nothing of it can touch).
+
+Bodies with several geometries (each with its own material). A body's value is that of its
+reference geometry: its first geometry for friction and dissipation, its first compliant one
+for modulus. A value v set for body b in a world sets each geometry g of b to
+    value_g (v / value_ref)          (the scene's ratios between the geometries are kept),
+    v                                when value_ref is 0 (no ratio to keep), unless v is 0
+                                     too: the scene's value leaves the scene's values,
+and the reference geometry (so a single-geometry body) to v itself, bit for bit: a
+one-geometry body has the same per-world values as before bodies had several. The ratio is
+taken first so that v = value_ref gives every geometry its scene value exactly: a world set to
+parameters() is the scene, bit for bit.
 
 What the kernels read (leading dimension 1 = shared by all worlds, or W; index w % shape[0]):
   body_inv_mass (W, B) = 1/m and body_inv_inertia_B (W, B) = I^-1 with I = I_scene m / m_scene:
     the same density distribution scaled, so the centre of mass does not move;
-  pair_f (W, P): mu and d combined per body pair by Drake's rules (model.combine_pair_parameters;
-    d depends on the two moduli), the Kelvin-Voigt tau of the scene;
+  pair_f (W, P): mu and d of the pair's two geometries (geometry_values) combined by Drake's
+    rules (model.combine_pair_parameters; d depends on the two moduli), the Kelvin-Voigt tau of
+    the scene;
   geom_scale (W, G) = E / E_scene: the narrow phase scales the pressure field of a compliant
     geometry (vertex pressures and gradients, a slab's E/H) by it, since the field is
-    proportional to E (collision.narrowphase);
+    proportional to E (collision.narrowphase); by the rule above it is v / E_ref for every
+    compliant geometry of the body;
   gravity (W,) vec3.
 The values are derived on the host in float64 with the same arithmetic as a scene built with
 those values (model.build_model), then uploaded: a world equals a one-world simulation of
@@ -31,11 +46,12 @@ from .backend import spend_launches
 from .checks import range_problem, unrepresentable
 from .errors import SceneError
 from .model import ModelData, combine_pair_parameters
-from .types import BODY_DYNAMIC, BODY_KINDS, PF_TAU, mat3, vec3, vec4
+from .types import BODY_DYNAMIC, BODY_KINDS, G_COMPLIANT, PF_TAU, mat3, vec3, vec4
 
 __all__ = [
     "WorldParams", "WorldParameters", "BODY_PARAMETERS", "SAMPLE_KEYS", "scene_parameters", "parse_body_parameter",
-    "parse_gravity", "inverse_mass_inertia", "pressure_scale", "pair_parameters", "sample_values",
+    "parse_gravity", "inverse_mass_inertia", "pressure_scale", "pair_parameters", "sample_values", "reference_geometry",
+    "geometry_values",
 ]
 
 # name: (unit, lowest allowed value, strictly above it)
@@ -66,36 +82,82 @@ class WorldParameters:
         return {k: getattr(self, k).copy() for k in (*BODY_PARAMETERS, "gravity")}
 
 
+def _geometry_scene_values(data: ModelData, name: str) -> np.ndarray:
+    """(G,) the scene's value of material parameter `name` (friction, dissipation, modulus) for
+    every geometry; NaN for the modulus of a rigid geometry."""
+    if name == "friction":
+        return data.geom_friction
+    if name == "dissipation":
+        return data.geom_dissipation
+    compliant = data.geom_i[:, G_COMPLIANT] == 1
+    return np.where(compliant, data.geom_modulus, np.nan)
+
+
+def reference_geometry(data: ModelData, name: str) -> np.ndarray:
+    """(B,) the geometry whose value stands for each body's `name` (friction, dissipation,
+    modulus): its first geometry, its first compliant one for modulus; -1 where there is none."""
+    values = _geometry_scene_values(data, name)
+    out = np.full(data.body_count, -1, dtype=np.int64)
+    for b in range(data.body_count):
+        found = [int(g) for g in data.geoms_of(b) if not np.isnan(values[g])]
+        if found:
+            out[b] = found[0]
+    return out
+
+
+def geometry_values(data: ModelData, name: str, values: np.ndarray) -> np.ndarray:
+    """(W, G) per-geometry values of material parameter `name` from per-body values (W, B), by
+    the rule of the module docstring (the reference geometry gets v, every other geometry
+    value_g (v / value_ref), or v when value_ref is 0 and v is not); NaN where it does not
+    apply."""
+    scene = _geometry_scene_values(data, name)
+    ref = reference_geometry(data, name)
+    out = np.full((values.shape[0], len(scene)), np.nan)
+    for g in range(len(scene)):
+        b = data.geom_body[g]
+        r = ref[b]
+        if np.isnan(scene[g]):
+            continue
+        v = values[:, b]
+        if g == r:
+            out[:, g] = v
+        elif scene[r] == 0.0:
+            out[:, g] = np.where(v == 0.0, scene[g], v)
+        else:
+            out[:, g] = scene[g] * (v / scene[r])
+    return out
+
+
 def scene_parameters(data: ModelData, worlds: int) -> WorldParameters:
-    """The scene's values in every world."""
-    bodies = data.scene.bodies
+    """The scene's values in every world (a body's material: its reference geometry's)."""
     mass = np.where(data.body_kind == BODY_DYNAMIC, data.body_mass, np.nan)
-    modulus = np.full(data.body_count, np.nan)
-    for b in np.flatnonzero(data.body_compliant()):  # a body's modulus: that of its compliant geometry
-        modulus[b] = next(data.geometries[g].modulus for g in data.geoms_of(b) if data.geometries[g].compliant)
-    friction = np.array([b.contact.friction for b in bodies], dtype=np.float64)
-    dissipation = np.array([b.contact.dissipation for b in bodies], dtype=np.float64)
+
+    def body_values(name: str) -> np.ndarray:
+        ref = reference_geometry(data, name)
+        scene = _geometry_scene_values(data, name)
+        return np.where(ref >= 0, scene[np.maximum(ref, 0)] if len(scene) else np.nan, np.nan)
 
     def tile(row):
         return np.tile(np.asarray(row, dtype=np.float64), (worlds, 1))
 
-    return WorldParameters(tile(mass), tile(friction), tile(dissipation), tile(modulus), tile(data.scene.gravity))
+    return WorldParameters(tile(mass), tile(body_values("friction")), tile(body_values("dissipation")),
+                           tile(body_values("modulus")), tile(data.scene.gravity))
 
 
 def applies(data: ModelData, name: str) -> np.ndarray:
     """(B,) bool: the bodies a parameter means something for (mass: dynamic bodies; modulus:
-    compliant geometries; friction, dissipation: every body)."""
+    bodies with a compliant geometry; friction, dissipation: bodies with a geometry)."""
     if name == "mass":
         return data.body_kind == BODY_DYNAMIC
-    if name == "modulus":
-        return data.body_compliant()
-    return np.ones(data.body_count, dtype=bool)
+    return reference_geometry(data, name) >= 0
 
 
 def _not_applicable(data: ModelData, name: str, b: int) -> str:
     if name == "mass":
         return f"a {BODY_KINDS[data.body_kind[b]]} body has no mass"
-    return "a rigid geometry has no modulus"
+    if name == "modulus" and len(data.geoms_of(b)):
+        return "a rigid geometry has no modulus"
+    return f"a body without geometry has no {name}"
 
 
 def parse_body_parameter(name: str, value, data: ModelData, worlds: int, float_type=np.float32) -> np.ndarray:
@@ -194,7 +256,7 @@ def check_inverse_inertia(data: ModelData, inv_mass: np.ndarray, inv_inertia: np
 
 def pressure_scale(data: ModelData, modulus: np.ndarray) -> np.ndarray:
     """(W, G) E / E_scene of every compliant geometry (1 for rigid ones), from the per-body
-    moduli (W, B): every compliant geometry of a body scales with the body's modulus."""
+    moduli (W, B): every compliant geometry of a body scales by v / E_ref (module docstring)."""
     scene = scene_parameters(data, 1).modulus[0]
     out = np.ones((modulus.shape[0], len(data.geometries)))
     for g, geometry in enumerate(data.geometries):
@@ -207,11 +269,9 @@ def pressure_scale(data: ModelData, modulus: np.ndarray) -> np.ndarray:
 def pair_parameters(data: ModelData, params: WorldParameters) -> np.ndarray:
     """(W, P, 4) pair_f rows of every world (columns types.PF_*)."""
     tau = data.pair_f[:, PF_TAU] if len(data.pair_f) else np.zeros(0)
-    geom_modulus = np.full((params.modulus.shape[0], len(data.geometries)), np.nan)
-    for g, geometry in enumerate(data.geometries):  # a compliant geometry has its body's modulus
-        if geometry.compliant:
-            geom_modulus[:, g] = params.modulus[:, data.geom_body[g]]
-    return combine_pair_parameters(data.pair_i, tau, params.friction, params.dissipation, geom_modulus)
+    return combine_pair_parameters(data.pair_i, tau, geometry_values(data, "friction", params.friction),
+                                   geometry_values(data, "dissipation", params.dissipation),
+                                   geometry_values(data, "modulus", params.modulus))
 
 
 def _checked_range(key: str, value) -> tuple[float, float]:
@@ -289,7 +349,8 @@ class WorldParams:
         self.body_inv_inertia_B = self._upload(mat3, (1, data.body_count), inv_inertia[None])
         self.pair_f = self._upload(vec4, (1, P), _padded(data.pair_f[None], P))
         self.gravity = self._upload(vec3, (1,), np.array([data.scene.gravity]))
-        self.geom_scale = self._upload(float, (1, len(data.geometries)), np.ones((1, len(data.geometries))))
+        G = max(len(data.geometries), 1)  # padded: Taichi rejects empty arrays
+        self.geom_scale = self._upload(float, (1, G), np.ones((1, G)))
 
     def _upload(self, dtype, shape: tuple, values: np.ndarray):
         arr = ti.ndarray(dtype, shape)
@@ -327,7 +388,8 @@ class WorldParams:
         if {"friction", "dissipation", "modulus"} & set(parsed) and self.data.pair_count:
             self._set("pair_f", vec4, pair_parameters(self.data, self.values))
         if "modulus" in parsed:
-            self._set("geom_scale", float, pressure_scale(self.data, self.values.modulus))
+            scale = pressure_scale(self.data, self.values.modulus)
+            self._set("geom_scale", float, scale if scale.shape[1] else np.ones((self.worlds, 1)))
 
     def arrays(self) -> dict:
         return {name: getattr(self, name) for name in self.NAMES}

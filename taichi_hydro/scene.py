@@ -1,6 +1,9 @@
-"""Scene description: TOML files (../CONTRACT) or dicts, validated into plain dataclasses.
+"""Scene description: TOML files (../CONTRACT, and the README's "Scene files" for the keys
+added since: [[body.geometry]], inertia, center_of_mass) or dicts, validated into plain
+dataclasses.
 
-Every error is a SceneError that names the source file, the body and the key."""
+Every error is a SceneError that names the source file, the body, the geometry (of a
+[[body.geometry]] table) and the key."""
 
 from __future__ import annotations
 
@@ -13,9 +16,10 @@ from typing import Any
 
 from .checks import INT32_MAX, integer_problem, range_problem, real_problem
 from .errors import HydroWarning, SceneError
+from .geometry.mass import inertia_matrix, inertia_problem
 
-__all__ = ["Scene", "Body", "Shape", "Contact", "SolverSettings", "Joint", "Actuator", "load_scene", "scene_from_dict",
-           "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
+__all__ = ["Scene", "Body", "GeometrySpec", "Shape", "Contact", "SolverSettings", "Joint", "Actuator", "load_scene",
+           "scene_from_dict", "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
 
 SHAPE_TYPES = ("sphere", "box", "cylinder", "capsule", "ellipsoid", "halfspace", "mesh", "tetmesh")
 BODY_TYPES = ("dynamic", "static", "kinematic")
@@ -41,8 +45,8 @@ WORLD = "world"
 
 @dataclass(frozen=True)
 class Shape:
-    """Geometry of one body in its body frame B. Dimensions [m]; `file` is resolved to an
-    absolute path; `scale` multiplies file coordinates."""
+    """A shape in its geometry frame G (the body frame B for [body.shape]). Dimensions [m];
+    `file` is resolved to an absolute path; `scale` multiplies file coordinates."""
 
     type: str
     radius: float | None = None
@@ -83,22 +87,76 @@ class Contact:
         return self.hydro == "compliant"
 
 
+IDENTITY_QUATERNION = (1.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class GeometrySpec:
+    """One collision geometry of a body: a shape with its contact material, in its geometry
+    frame G, posed in the body frame B by p_BG [m] and the unit quaternion q_BG (w, x, y, z).
+    name: unique within its body ("geometry<i>" by default)."""
+
+    name: str
+    shape: Shape
+    contact: Contact
+    p_BG: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    q_BG: tuple[float, float, float, float] = IDENTITY_QUATERNION
+
+    @property
+    def posed(self) -> bool:
+        """True unless G coincides with B (zero offset, identity rotation)."""
+        return self.p_BG != (0.0, 0.0, 0.0) or self.q_BG != IDENTITY_QUATERNION
+
+
 @dataclass(frozen=True)
 class Body:
     """A rigid body. Pose of the body frame B in the world W: p_WB [m], q_WB (w, x, y, z), unit.
-    Velocities in W: v_WB [m/s] of the frame origin, w_WB [rad/s]. Dynamic bodies have a mass
-    [kg] or a density [kg/m^3]."""
+    Velocities in W: v_WB [m/s] of the frame origin, w_WB [rad/s].
+
+    geometries: its collision geometries in the body frame (possibly none). A body given by
+    [body.shape] + [body.contact] has exactly one, named "geometry0", at the body frame
+    (shape_table = True: error messages then name the body alone, as for that form).
+
+    Dynamic bodies have a mass [kg] or a density [kg/m^3]; the mass properties come from the
+    geometries (model.build_model) unless overridden: inertia [kg m^2] (ixx, iyy, izz, ixy, ixz,
+    iyz), the entries of the inertia tensor about the centre of mass in body axes (ixy is the
+    tensor's off-diagonal entry, -integral of x y dm, as in URDF), and center_of_mass [m] in B."""
 
     name: str
     type: str
-    shape: Shape
-    contact: Contact
+    geometries: tuple[GeometrySpec, ...]
     mass: float | None = None
     density: float | None = None
+    inertia: tuple[float, float, float, float, float, float] | None = None
+    center_of_mass: tuple[float, float, float] | None = None
     p_WB: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    q_WB: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    q_WB: tuple[float, float, float, float] = IDENTITY_QUATERNION
     v_WB: tuple[float, float, float] = (0.0, 0.0, 0.0)
     w_WB: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    shape_table: bool = False
+
+    @property
+    def shape(self) -> Shape:
+        """The shape of a body with exactly one geometry (SceneError otherwise: read
+        `geometries`, whose entries also carry their poses)."""
+        return self._only_geometry().shape
+
+    @property
+    def contact(self) -> Contact:
+        """The contact material of a body with exactly one geometry (SceneError otherwise)."""
+        return self._only_geometry().contact
+
+    def _only_geometry(self) -> GeometrySpec:
+        if len(self.geometries) != 1:
+            raise SceneError(f"body '{self.name}' has {len(self.geometries)} geometries, not one: read Body.geometries")
+        return self.geometries[0]
+
+    def geometry_label(self, i: int) -> str:
+        """How messages name geometry i: "body 'b'" for the [body.shape] form, else
+        "body 'b': geometry 'g'"."""
+        if self.shape_table:
+            return f"body '{self.name}'"
+        return f"body '{self.name}': geometry '{self.geometries[i].name}'"
 
 
 @dataclass(frozen=True)
@@ -386,6 +444,63 @@ def _parse_contact(t: _Table, shape: Shape) -> Contact:
     return contact
 
 
+def _unit_quaternion(t: _Table, key: str) -> tuple[float, float, float, float]:
+    """The unit quaternion (w, x, y, z) under `key` (identity when absent), normalised; a norm
+    off 1 by more than 1e-3 is an error."""
+    q = t.vector(key, 4, IDENTITY_QUATERNION)
+    norm = math.sqrt(sum(x * x for x in q))
+    if abs(norm - 1.0) > 1e-3:
+        raise t.error(key, f"must be a unit quaternion (w, x, y, z), got norm {norm:.6g}")
+    return tuple(x / norm for x in q)
+
+
+def _parse_geometry(data: Any, index: int, body_label: str, source: str, base_dir: Path | None) -> GeometrySpec:
+    """One [[body.geometry]] table: name, position (p_BG), orientation (q_BG), shape, contact."""
+    name = data.get("name") if isinstance(data, dict) else None
+    label = f"{body_label}: geometry '{name}'" if isinstance(name, str) else f"{body_label}: geometry #{index}"
+    t = _Table(data, label, source)
+    name = t.string("name", f"geometry{index}")
+    if not name.strip():
+        raise t.error("name", "must not be empty")
+    shape_data = t.raw("shape")
+    if shape_data is None:
+        raise t.error("shape", "is required ([body.geometry.shape] with a type)")
+    shape = _parse_shape(_Table(shape_data, f"{label}: shape", source), base_dir)
+    contact = _parse_contact(_Table(t.raw("contact", {}), f"{label}: contact", source), shape)
+    spec = GeometrySpec(name, shape, contact, t.vector("position", 3, (0.0, 0.0, 0.0)), _unit_quaternion(t, "orientation"))
+    if shape.type == "halfspace" and spec.posed:
+        key = "position" if spec.p_BG != (0.0, 0.0, 0.0) else "orientation"
+        raise t.error(key, "a halfspace geometry is the z <= 0 side of its body frame and takes no pose of its own: "
+                           "remove the pose and place the body instead")
+    t.finish()
+    return spec
+
+
+def _parse_geometries(t: _Table, label: str, source: str, base_dir: Path | None) -> tuple[tuple[GeometrySpec, ...], bool]:
+    """The body's geometries and whether they came from the one-shape form ([body.shape] and
+    [body.contact]) rather than [[body.geometry]] tables."""
+    if t.has("geometry"):
+        if t.has("shape"):
+            raise t.error("geometry", "give either [body.shape] (one shape) or [[body.geometry]] tables (several), not both")
+        if t.has("contact"):
+            raise t.error("contact", "with [[body.geometry]] tables, each geometry has its own [body.geometry.contact]")
+        raw = t.raw("geometry")
+        if not isinstance(raw, list):
+            raise t.error("geometry", f"must be an array of tables ([[body.geometry]]), got {type(raw).__name__}")
+        geometries = tuple(_parse_geometry(g, i, label, source, base_dir) for i, g in enumerate(raw))
+        names = [g.name for g in geometries]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise t.error("geometry", f"geometry name '{dup[0]}' is used more than once; names must be unique within a body")
+        return geometries, False
+    shape_data = t.raw("shape")
+    if shape_data is None:
+        raise t.error("shape", "is required ([body.shape] with a type, or [[body.geometry]] tables)")
+    shape = _parse_shape(_Table(shape_data, f"{label}: shape", source), base_dir)
+    contact = _parse_contact(_Table(t.raw("contact", {}), f"{label}: contact", source), shape)
+    return (GeometrySpec("geometry0", shape, contact),), True
+
+
 def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
     name = data.get("name") if isinstance(data, dict) else None
     label = f"body '{name}'" if isinstance(name, str) else f"body #{index}"
@@ -394,37 +509,46 @@ def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Bo
     if not name.strip():
         raise t.error("name", "must not be empty")
     kind = t.string("type", "dynamic", choices=BODY_TYPES)
-    shape_data = t.raw("shape")
-    if shape_data is None:
-        raise t.error("shape", "is required ([body.shape] with a type)")
-    shape = _parse_shape(_Table(shape_data, f"{label}: shape", source), base_dir)
-    contact = _parse_contact(_Table(t.raw("contact", {}), f"{label}: contact", source), shape)
+    geometries, shape_table = _parse_geometries(t, label, source, base_dir)
     mass = t.number("mass", positive=True)
     density = t.number("density", positive=True)
+    inertia = t.vector("inertia", 6)
+    com = t.vector("center_of_mass", 3)
     if kind == "dynamic":
-        if shape.type == "halfspace":
-            raise t.error("type", "a halfspace has infinite mass: make it \"static\" or \"kinematic\"")
+        halfspace = next((g for g in geometries if g.shape.type == "halfspace"), None)
+        if halfspace is not None:
+            which = "" if shape_table else f" (geometry '{halfspace.name}')"
+            raise t.error("type", f"a halfspace{which} has infinite mass: make the body \"static\" or \"kinematic\"")
         if mass is None and density is None:
             raise t.error("mass", "a dynamic body needs 'mass' [kg] or 'density' [kg/m^3]")
         if mass is not None and density is not None:
             raise t.error("density", "give either 'mass' or 'density', not both")
-    elif mass is not None or density is not None:
-        raise t.error("mass" if mass is not None else "density", f"a {kind} body has no mass; remove it")
-    q = t.vector("orientation", 4, (1.0, 0.0, 0.0, 0.0))
-    norm = math.sqrt(sum(x * x for x in q))
-    if abs(norm - 1.0) > 1e-3:
-        raise t.error("orientation", f"must be a unit quaternion (w, x, y, z), got norm {norm:.6g}")
+        if inertia is not None:
+            if mass is None:
+                raise t.error("inertia", "needs 'mass' [kg], the mass this inertia belongs to (not 'density')")
+            problem = inertia_problem(inertia_matrix(inertia))
+            if problem:
+                raise t.error("inertia", problem)
+        if not geometries and inertia is None:
+            raise t.error("inertia", "a dynamic body without geometry needs 'mass' [kg] and 'inertia' [kg m^2] "
+                                     "(there is no shape to compute them from)")
+    else:
+        for key, value in (("mass", mass), ("density", density), ("inertia", inertia), ("center_of_mass", com)):
+            if value is not None:
+                raise t.error(key, f"a {kind} body has no mass; remove it")
     body = Body(
         name=name,
         type=kind,
-        shape=shape,
-        contact=contact,
+        geometries=geometries,
         mass=mass,
         density=density,
+        inertia=inertia,
+        center_of_mass=com,
         p_WB=t.vector("position", 3, (0.0, 0.0, 0.0)),
-        q_WB=tuple(x / norm for x in q),
+        q_WB=_unit_quaternion(t, "orientation"),
         v_WB=t.vector("velocity", 3, (0.0, 0.0, 0.0)),
         w_WB=t.vector("angular_velocity", 3, (0.0, 0.0, 0.0)),
+        shape_table=shape_table,
     )
     t.finish()
     return body

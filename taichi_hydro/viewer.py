@@ -21,6 +21,7 @@ from .checks import integer
 from .errors import ArgumentError, HydroError, SceneError
 from .output import atomic_write, check_output
 from .progress import progress_bar
+from .rotation import rotation_matrices
 from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "write_frames", "tet_edges", "arrow_segments", "view",
@@ -50,17 +51,6 @@ def pressure_colors(pressure: np.ndarray, p_min: float, p_max: float) -> np.ndar
     i = np.minimum(x.astype(int), len(_MAP) - 2)
     f = (x - i)[..., None]
     return _MAP[i] * (1 - f) + _MAP[i + 1] * f
-
-
-def rotation_matrices(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of unit quaternions (..., 4) given as (w, x, y, z)."""
-    q = np.asarray(q, dtype=np.float64)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
 
 
 def fan_triangles(sizes: np.ndarray) -> np.ndarray:

@@ -269,3 +269,148 @@ def test_state_rejects_nan_pose(arch):
     state["position"][0, 1, 2] = np.nan
     with pytest.raises(th.SceneError, match="position of body 'ball' in world 0 is not finite"):
         sim.set_state(position=state["position"])
+
+
+# --------------------------------------------------------------------------- several geometries
+
+HAND = {
+    "name": "hand",
+    "mass": 0.4,
+    "geometry": [
+        {"name": "pad", "position": [0.0, 0.0, -0.02], "orientation": [1.0004, 0.0, 0.0, 0.0],
+         "shape": {"type": "box", "size": [0.02, 0.01, 0.04]}, "contact": {"modulus": 1e5, "friction": 0.9}},
+        {"shape": {"type": "sphere", "radius": 0.01}},
+    ],
+}
+
+
+def hand_scene(**edits):
+    """GOOD's ground and the two-geometry HAND, with HAND's entries replaced by `edits`."""
+    return {"body": [GOOD["body"][0], {**copy.deepcopy(HAND), **edits}]}
+
+
+def test_geometry_tables_parse(arch):
+    """[[body.geometry]] tables, written in TOML as the README shows them: names (default
+    "geometry<i>"), poses (orientation normalised), shapes and materials per geometry; the
+    one-shape form becomes one geometry "geometry0" at the body frame; Body.shape and
+    Body.contact read a single geometry and refuse several."""
+    if arch != "cpu":
+        pytest.skip("host-side parsing: checked in the cpu session")
+    text = textwrap.dedent("""
+        [[body]]
+        name = "finger"
+        mass = 0.1
+        [[body.geometry]]
+        name = "pad"
+        position = [0.0, 0.0, 0.02]
+        orientation = [0.0, 0.0, 0.0, 1.0]
+        [body.geometry.shape]
+        type = "box"
+        size = [0.02, 0.01, 0.04]
+        [body.geometry.contact]
+        hydro = "compliant"
+        modulus = 1e5
+        [[body.geometry]]
+        [body.geometry.shape]
+        type = "capsule"
+        radius = 0.01
+        length = 0.05
+    """)
+    import tomllib
+
+    finger = th.scene_from_dict(tomllib.loads(text), source="finger.toml").bodies[0]
+    pad, other = finger.geometries
+    assert (pad.name, other.name) == ("pad", "geometry1") and not finger.shape_table
+    assert pad.p_BG == (0.0, 0.0, 0.02) and pad.q_BG == (0.0, 0.0, 0.0, 1.0) and pad.contact.modulus == 1e5
+    assert other.shape.type == "capsule" and other.contact.hydro == "rigid" and not other.posed
+    for read in (lambda: finger.shape, lambda: finger.contact):
+        with pytest.raises(th.SceneError, match="body 'finger' has 2 geometries"):
+            read()
+    hand = th.scene_from_dict(hand_scene()).bodies[1]
+    assert hand.geometries[0].q_BG == (1.0, 0.0, 0.0, 0.0) and hand.geometries[0].posed
+    ball = th.scene_from_dict(GOOD).bodies[1]
+    assert ball.shape_table and len(ball.geometries) == 1 and ball.geometries[0].name == "geometry0"
+    assert ball.shape is ball.geometries[0].shape and ball.contact.friction == 0.4 and not ball.geometries[0].posed
+
+
+def test_inertia_and_center_of_mass_override_the_shapes(arch):
+    """inertia (ixx, iyy, izz, ixy, ixz, iyz) and center_of_mass replace the computed ones; a
+    centre of mass alone keeps the shapes' inertia about the centre of mass; a dynamic body with
+    no geometry needs both mass and inertia."""
+    if arch != "cpu":
+        pytest.skip("host-side parsing: checked in the cpu session")
+    from taichi_hydro.model import build_model
+
+    six = [0.02, 0.03, 0.04, 0.001, -0.002, 0.003]
+    data = build_model(th.scene_from_dict(hand_scene(inertia=six, center_of_mass=[0.01, 0.0, 0.0])))
+    np.testing.assert_array_equal(data.body_inertia_B[1], [[0.02, 0.001, -0.002], [0.001, 0.03, 0.003], [-0.002, 0.003, 0.04]])
+    np.testing.assert_array_equal(data.body_com_B[1], [0.01, 0.0, 0.0])
+    assert data.body_mass_props(1) is None  # masses set per world scale the given inertia
+    shapes = build_model(th.scene_from_dict(hand_scene()))
+    moved = build_model(th.scene_from_dict(hand_scene(center_of_mass=[0.0, 0.01, 0.0])))
+    np.testing.assert_array_equal(moved.body_inertia_B[1], shapes.body_inertia_B[1])
+    v_box, v_ball = 0.02 * 0.01 * 0.04, 4.0 / 3.0 * math.pi * 0.01**3
+    np.testing.assert_allclose(shapes.body_com_B[1], [0.0, 0.0, -0.02 * v_box / (v_box + v_ball)], rtol=0, atol=1e-15)
+    empty = build_model(th.scene_from_dict(hand_scene(geometry=[], inertia=six)))
+    assert empty.body_mass[1] == 0.4 and len(empty.geometries) == 1 and empty.pair_count == 0
+
+
+GEOMETRY_BAD = [
+    # (edits of HAND, message fragments)
+    ({"shape": {"type": "sphere", "radius": 0.1}}, ["body 'hand'", "'geometry'", "not both"]),
+    ({"contact": {"friction": 0.3}}, ["body 'hand'", "'contact'", "own [body.geometry.contact]"]),
+    ({"geometry": {"shape": {"type": "sphere", "radius": 0.1}}}, ["body 'hand'", "'geometry'", "array of tables"]),
+    ({"geometry": [HAND["geometry"][0], HAND["geometry"][0]]}, ["body 'hand'", "'geometry'", "'pad' is used more than once"]),
+    ({"geometry": []}, ["body 'hand'", "'inertia'", "without geometry"]),
+    ({"inertia": [1.0, 1.0, -1.0, 0.0, 0.0, 0.0]}, ["body 'hand'", "'inertia'", "positive definite"]),
+    ({"inertia": [1.0, 1.0, 1.0, 0.0, 0.0, 2.0]}, ["body 'hand'", "'inertia'", "positive definite"]),
+    ({"inertia": [1.0, 1.0, 3.0, 0.0, 0.0, 0.0]}, ["body 'hand'", "'inertia'", "triangle inequality"]),
+    ({"inertia": [1.0, 1.0, 1.0, 0.0, 0.0]}, ["body 'hand'", "'inertia'", "6 numbers"]),
+    ({"inertia": [1.0, 1.0, 1.0, 0.0, 0.0, 0.0], "mass": None, "density": 500.0}, ["body 'hand'", "'inertia'", "needs 'mass'"]),
+    ({"center_of_mass": [0.0, 0.0]}, ["body 'hand'", "'center_of_mass'", "3 numbers"]),
+    ({"type": "static", "mass": None, "inertia": [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]}, ["body 'hand'", "'inertia'", "static body has no mass"]),
+    ({"geometry": [{"name": "pad", "shape": {"type": "sphere", "radius": -0.1}}]}, ["body 'hand': geometry 'pad': shape", "'radius'"]),
+    ({"geometry": [{"name": "pad", "shape": {"type": "sphere", "radius": 0.1}, "colour": "red"}]},
+     ["body 'hand': geometry 'pad'", "unknown key 'colour'"]),
+    ({"geometry": [{"name": "pad"}]}, ["body 'hand': geometry 'pad'", "'shape'", "required"]),
+    ({"geometry": [{"name": "", "shape": {"type": "sphere", "radius": 0.1}}]}, ["body 'hand': geometry ''", "'name'", "empty"]),
+    ({"geometry": [{"shape": {"type": "sphere", "radius": 0.1}, "orientation": [1.0, 1.0, 0.0, 0.0]}]},
+     ["body 'hand': geometry #0", "'orientation'", "unit quaternion"]),
+    ({"geometry": [{"name": "pad", "shape": {"type": "sphere", "radius": 0.1}, "contact": {"hydro": "soft"}}]},
+     ["body 'hand': geometry 'pad': contact", "'hydro'"]),
+    ({"geometry": [{"name": "floor", "shape": {"type": "halfspace"}}]}, ["body 'hand'", "'type'", "halfspace (geometry 'floor')"]),
+    ({"type": "static", "mass": None, "geometry": [{"name": "top", "position": [0, 0, 1], "shape": {"type": "halfspace"}}]},
+     ["body 'hand': geometry 'top'", "'position'", "halfspace geometry", "place the body instead"]),
+    ({"type": "static", "mass": None, "geometry": [{"name": "top", "orientation": [0, 1, 0, 0], "shape": {"type": "halfspace"}}]},
+     ["body 'hand': geometry 'top'", "'orientation'", "halfspace geometry"]),
+]
+
+
+@pytest.mark.parametrize("edits, fragments", GEOMETRY_BAD, ids=[str(sorted(e)) + str(i) for i, (e, _) in enumerate(GEOMETRY_BAD)])
+def test_bad_geometry_tables_name_file_body_geometry_and_key(arch, edits, fragments):
+    if arch != "cpu":
+        pytest.skip("host-side parsing: checked in the cpu session")
+    data = hand_scene(**{k: v for k, v in edits.items() if v is not None})
+    for key in [k for k, v in edits.items() if v is None]:
+        del data["body"][1][key]
+    with pytest.raises(th.SceneError) as err:
+        th.scene_from_dict(data, source="hand.toml")
+    msg = str(err.value)
+    assert msg.startswith("hand.toml:")
+    for f in fragments:
+        assert f in msg, f"{f!r} not in {msg!r}"
+
+
+def test_geometry_build_errors_name_the_geometry(arch):
+    """Errors found while meshing (here a resolution far too fine for the ball) name the file,
+    the body, the geometry and the key."""
+    if arch != "cpu":
+        pytest.skip("host-side parsing: checked in the cpu session")
+    from taichi_hydro.model import build_model
+
+    geometry = [HAND["geometry"][0], {"name": "tip", "shape": {"type": "sphere", "radius": 0.01},
+                                      "contact": {"modulus": 1e5, "resolution": 1e-7}}]
+    with pytest.raises(th.SceneError) as err:
+        build_model(th.scene_from_dict(hand_scene(geometry=geometry), source="hand.toml"))
+    msg = str(err.value)
+    assert msg.startswith("hand.toml: body 'hand': geometry 'tip': key 'contact.resolution'"), msg

@@ -52,14 +52,15 @@ class Collision:
         self.model = model
         self.worlds = worlds
         self.max_capacity = max_capacity
-        W, P, G = worlds, max(model.pair_count, 1), model.geom_count
+        W, P, G = worlds, max(model.pair_count, 1), max(model.geom_count, 1)  # padded: Taichi rejects empty arrays
         self.counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(box3, (W, P))
         self.pair_deep = ti.ndarray(ti.i32, (W, P))  # zeros until pair_depth writes it
         cores, core_count = depth.geometry_cores(model.host)
-        self.geom_core_G = ti.ndarray(vec3, cores.shape[:2])
-        self.geom_core_G.from_numpy(cores.astype(host_float()))
+        self.geom_core_G = ti.ndarray(vec3, (G, cores.shape[1]))
+        if len(cores):
+            self.geom_core_G.from_numpy(cores.astype(host_float()))
         self.geom_core_n = _upload(ti.i32, core_count)
         self.geom_region = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
         self.geom_region_pair = ti.ndarray(ti.i32, (W, G, bp.REGION_BOXES))

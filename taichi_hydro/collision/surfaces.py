@@ -12,7 +12,9 @@ __all__ = ["ContactSurface", "group_surfaces"]
 
 @dataclass
 class ContactSurface:
-    """The hydroelastic contact surface between body_a and body_b (scene order) in one world.
+    """The hydroelastic contact surface between body_a and body_b (scene order) in one world:
+    the polygons of every pair of their geometries together (CONTRACT's surfaces are per body
+    pair).
 
     Summaries exclude speculative polygons (pressure at the centroid < 0):
     faces: number of polygons; area [m^2]; force: net static pressure force on body_b,
@@ -23,8 +25,10 @@ class ContactSurface:
     polygons: every polygon of the pair, speculative ones included: `vertices` is a list of
     (k, 3) arrays (world, counter-clockwise about the normal), `vertex_pressure` a list of (k,)
     arrays, and `area`, `pressure` (at the centroid), `centroid`, `normal`, `g_a`, `g_b`
-    (directional pressure gradients [Pa/m], inf on a rigid side), `element_a`, `element_b`
-    (tet or triangle index within each body's mesh; 0 for a half-space) are arrays."""
+    (directional pressure gradients [Pa/m], inf on a rigid side), `geometry_a`, `geometry_b`
+    (the name of the geometry of body_a and of body_b each polygon lies on), `element_a`,
+    `element_b` (tet or triangle index within that geometry's mesh; 0 for a half-space) are
+    arrays."""
 
     body_a: str
     body_b: str
@@ -51,16 +55,18 @@ class ContactSurface:
 
 
 def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[ContactSurface]:
-    """Group the polygons of `world` by body pair, in scene order. pool: PolygonPool.to_numpy()
-    arrays (converted to float64 here); model: ModelData. Pairs without polygons are omitted."""
-    from ..types import P_BODY_HI, P_BODY_LO, P_FLIP, K_PAIR, K_WORLD, POLY_AREA, POLY_GA, POLY_GB, POLY_P0
+    """Group the polygons of `world` by body pair, in scene order; the polygons of a body pair's
+    several geometry pairs make one surface. pool: PolygonPool.to_numpy() arrays (converted to
+    float64 here); model: ModelData. Pairs without polygons are omitted."""
+    from ..types import P_BODY_HI, P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, K_PAIR, K_WORLD, POLY_AREA, POLY_GA, POLY_GB, POLY_P0
 
     pid = pool["poly_i"]
-    sel = pid[:, K_WORLD] == world
+    sel = np.flatnonzero(pid[:, K_WORLD] == world)
+    pair = pid[sel, K_PAIR]
+    body_pair = model.pair_i[pair][:, [P_BODY_LO, P_BODY_HI]]
     out = []
-    order = lambda p: (model.pair_i[p, P_BODY_LO], model.pair_i[p, P_BODY_HI])  # noqa: E731
-    for p in sorted(set(pid[sel, K_PAIR].tolist()), key=order):
-        rows = np.flatnonzero(sel & (pid[:, K_PAIR] == p))
+    for lo, hi in sorted(set(map(tuple, body_pair.tolist()))):
+        rows = sel[(body_pair[:, 0] == lo) & (body_pair[:, 1] == hi)]
         # Deterministic polygon order (the device appends in any order).
         c = pool["poly_c"][rows].astype(np.float64)
         rows = rows[np.lexsort((c[:, 2], c[:, 1], c[:, 0]))]
@@ -74,12 +80,15 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[Conta
         real = p0 >= 0.0
         total = float(area[real].sum())
         force = (area[real] * p0[real])[:, None] * normal[real]
-        name_a, name_b = model.pair_names(p)
-        elements = pid[rows][:, [3, 2]] if model.pair_i[p, P_FLIP] else pid[rows][:, [2, 3]]
+        pairs = model.pair_i[pid[rows, K_PAIR]]
+        flip = (pairs[:, P_FLIP] == 1)[:, None]  # roles (a, b) of the pair against (lower, higher) body
+        elements = np.where(flip, pid[rows][:, [3, 2]], pid[rows][:, [2, 3]])
+        geoms = np.where(flip, pairs[:, [P_GEOM_B, P_GEOM_A]], pairs[:, [P_GEOM_A, P_GEOM_B]])
+        names = np.array(model.geom_name, dtype=object)[geoms]
         out.append(
             ContactSurface(
-                body_a=name_a,
-                body_b=name_b,
+                body_a=model.scene.bodies[lo].name,
+                body_b=model.scene.bodies[hi].name,
                 faces=int(real.sum()),
                 area=total,
                 force=force.sum(axis=0) if real.any() else np.zeros(3),
@@ -95,6 +104,8 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[Conta
                     "normal": normal,
                     "g_a": pool["poly_g"][rows, POLY_GA].astype(np.float64),
                     "g_b": pool["poly_g"][rows, POLY_GB].astype(np.float64),
+                    "geometry_a": names[:, 0].copy(),
+                    "geometry_b": names[:, 1].copy(),
                     "element_a": elements[:, 0].copy(),
                     "element_b": elements[:, 1].copy(),
                 },

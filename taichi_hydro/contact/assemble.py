@@ -27,13 +27,14 @@ with tau = tau_KelvinVoigt + d_HuntCrossley (-phi0)+ and w the trace/3 of the co
 Delassus block W_ii = J_i M^-1 J_i^T. Near-rigid floor: SAP bounds R_n >= beta^2/(4 pi^2) w per
 contact. Applied contact by contact, that floor makes the normal compliance proportional to w
 instead of 1/k and skews the pressure distribution of a stiff patch (a coin's pressure would pile
-up at its centre). We apply the same bound to a whole patch (body pair) at once: every k of
-the patch is scaled by s = min_i(k_max,i / k_i, 1), which keeps R_n,i proportional to 1/k_i
-(the hydroelastic distribution) and satisfies every contact's floor.
+up at its centre). We apply the same bound to a whole patch (the polygons of one pair of
+geometries) at once: every k of the patch is scaled by s = min_i(k_max,i / k_i, 1), which
+keeps R_n,i proportional to 1/k_i (the hydroelastic distribution) and satisfies every
+contact's floor.
 
 Warm start: a polygon that existed at the previous step (same pair and elements, see
 warmstart.py) starts from its previous impulse; a new one from the previous total impulse of
-its body pair, shared in proportion to A p0 (the static pressure force).
+its pair of geometries, shared in proportion to A p0 (the static pressure force).
 
 Kernels are made per compile-time option (deterministic, warm_start, split) by the functions
 that return them, once per combination."""

@@ -1,4 +1,6 @@
-"""From a scene body to its contact geometry (host, float64) and mass properties."""
+"""From a scene body's geometries to their contact geometry (host, float64) and mass
+properties, in the body frame: each geometry is built in its own frame G, then its vertices
+are moved by X_BG on the host, so that every kernel works in the body frame as before."""
 
 from __future__ import annotations
 
@@ -9,25 +11,26 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import HydroWarning, MeshError, SceneError
-from ..scene import Body, Contact, Shape
+from ..rotation import rotation_matrices
+from ..scene import Body, Contact, GeometrySpec, Shape
 from ..types import HALFSPACE, TETMESH, TRIMESH
 from . import primitives as prim
-from .mass import UnitMassProperties, box_props, capsule_props, cylinder_props, ellipsoid_props, sphere_props, surface_props
+from .mass import UnitMassProperties, posed_props, box_props, capsule_props, cylinder_props, ellipsoid_props, sphere_props, surface_props
 from .mesh import TetMesh, TriMesh, boundary_faces
 from .meshfile import compliant_convex, distance_field_tetmesh, is_convex, load_surface, load_tetmesh
 
-__all__ = ["Geometry", "build_geometry", "TETMESH", "TRIMESH", "HALFSPACE"]
+__all__ = ["Geometry", "build_geometry", "body_geometries", "TETMESH", "TRIMESH", "HALFSPACE"]
 
 
 @dataclass(frozen=True, eq=False)
 class Geometry:
-    """Contact geometry of one body, in its body frame.
+    """One contact geometry of a body, in its body frame B.
 
     kind: TETMESH (compliant volume), TRIMESH (rigid surface) or HALFSPACE (z <= 0 of the body
     frame). compliant: hydroelastic compliance. tets: the compliant mesh (TETMESH).
     surface: rigid contact surface (TRIMESH) or the boundary used for drawing (TETMESH).
     modulus E [Pa]; slab_gradient E/H [Pa/m] of a compliant half-space; margin [m].
-    mass: unit-density mass properties of the shape (None for a half-space)."""
+    mass: unit-density mass properties of the shape, in B (None for a half-space)."""
 
     kind: int
     compliant: bool
@@ -39,19 +42,47 @@ class Geometry:
     mass: UnitMassProperties | None
 
 
-def build_geometry(body: Body, source: str) -> Geometry:
-    """Geometry of `body`; errors name the scene file, the body and the key."""
-    shape, contact = body.shape, body.contact
+def body_geometries(body: Body, source: str) -> list[Geometry]:
+    """The geometries of `body` in its body frame, in its order; errors name the scene file,
+    the body, the geometry and the key."""
+    return [build_geometry(spec, f"{source}: {body.geometry_label(i)}") for i, spec in enumerate(body.geometries)]
+
+
+def build_geometry(spec: GeometrySpec, where: str) -> Geometry:
+    """Geometry `spec` in its body's frame; `where` ("file: body 'b'[: geometry 'g']")
+    prefixes every error."""
+    shape, contact = spec.shape, spec.contact
     if shape.type in ("sphere", "ellipsoid", "cylinder", "capsule"):
         problem = prim.resolution_problem(shape.type, contact.compliant, contact.resolution, shape.radius or 0.0,
                                           shape.length or 0.0, shape.radii)
         if problem:
-            raise SceneError(f"{source}: body '{body.name}': key 'contact.resolution': {problem}")
+            raise SceneError(f"{where}: key 'contact.resolution': {problem}")
     try:
-        return _build(shape, contact)
+        geometry = _build(shape, contact)
     except MeshError as exc:
-        key = "shape.file" if body.shape.file else "shape"
-        raise SceneError(f"{source}: body '{body.name}': key '{key}': {exc}") from exc
+        key = "shape.file" if shape.file else "shape"
+        raise SceneError(f"{where}: key '{key}': {exc}") from exc
+    return _posed(geometry, spec.p_BG, spec.q_BG) if spec.posed else geometry
+
+
+@lru_cache(maxsize=256)
+def _posed(geometry: Geometry, p_BG: tuple, q_BG: tuple) -> Geometry:
+    """`geometry` (built in its frame G) expressed in the body frame B: every vertex x_G becomes
+    R_BG x_G + p_BG in float64; the pressures stay per vertex, so the gradients computed from
+    the moved vertices are R_BG times the old ones (a rotation keeps tets positively oriented
+    and triangles outward). Cached, so that equal geometries at equal poses share their
+    element pools. Half-spaces never come here (scene refuses a posed one)."""
+    R = rotation_matrices(q_BG)
+    p = np.asarray(p_BG, dtype=np.float64)
+
+    def move(x: np.ndarray) -> np.ndarray:
+        return x @ R.T + p
+
+    tets = None if geometry.tets is None else TetMesh(move(geometry.tets.vertices), geometry.tets.tets, geometry.tets.pressure)
+    surface = None if geometry.surface is None else TriMesh(move(geometry.surface.vertices), geometry.surface.triangles)
+    mass = None if geometry.mass is None else posed_props(geometry.mass, R, p)
+    return Geometry(geometry.kind, geometry.compliant, tets, surface, geometry.modulus, geometry.slab_gradient, geometry.margin,
+                    mass)
 
 
 @lru_cache(maxsize=256)

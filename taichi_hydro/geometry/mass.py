@@ -10,7 +10,10 @@ import numpy as np
 
 from .mesh import TriMesh
 
-__all__ = ["UnitMassProperties", "sphere_props", "box_props", "cylinder_props", "capsule_props", "ellipsoid_props", "surface_props"]
+__all__ = [
+    "UnitMassProperties", "sphere_props", "box_props", "cylinder_props", "capsule_props", "ellipsoid_props", "surface_props",
+    "posed_props", "union_props", "inertia_matrix", "inertia_problem", "gyration_radius", "TRIANGLE_RTOL",
+]
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,66 @@ class UnitMassProperties:
     def inertia(self, mass: float) -> np.ndarray:
         """Inertia about the com [kg m^2] for a body of total `mass` [kg]."""
         return self.inertia_unit * (mass / self.volume)
+
+
+def posed_props(props: UnitMassProperties, R_BG: np.ndarray, p_BG: np.ndarray) -> UnitMassProperties:
+    """The same solid expressed in frame B, given its pose X_BG (rotation R_BG (3, 3), origin
+    p_BG (3,) [m]): com_B = R_BG com_G + p_BG, inertia R_BG I R_BG^T (still about the com)."""
+    return UnitMassProperties(props.volume, R_BG @ props.com_G + p_BG, R_BG @ props.inertia_unit @ R_BG.T)
+
+
+def union_props(parts: list[UnitMassProperties]) -> UnitMassProperties:
+    """Unit-density mass properties of several solids taken together, all in one frame:
+    volumes add (a region where two solids overlap counts twice, as if each had its own
+    material), the com is the volume-weighted mean, and each solid's inertia is moved to the
+    common com by the parallel-axis rule, I + V (|d|^2 1 - d d^T) with d = com_i - com. One part
+    is returned as it is."""
+    if len(parts) == 1:
+        return parts[0]
+    volume = sum(p.volume for p in parts)
+    com = sum(p.volume * p.com_G for p in parts) / volume
+    inertia = np.zeros((3, 3))
+    for p in parts:
+        d = p.com_G - com
+        inertia += p.inertia_unit + p.volume * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+    return UnitMassProperties(float(volume), com, inertia)
+
+
+TRIANGLE_RTOL = 1e-6
+"""Slack of the triangle inequality of principal moments, relative to the largest moment: a
+thin plate (I3 = I1 + I2 exactly) written with a few digits must still pass."""
+
+
+def inertia_matrix(six) -> np.ndarray:
+    """The symmetric 3 x 3 tensor [kg m^2] from (ixx, iyy, izz, ixy, ixz, iyz) (URDF's order of
+    names; ixy is the tensor entry, -integral of x y dm)."""
+    ixx, iyy, izz, ixy, ixz, iyz = (float(x) for x in six)
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
+def inertia_problem(inertia: np.ndarray) -> str | None:
+    """What makes a 3 x 3 inertia tensor [kg m^2] (about the centre of mass) impossible for a
+    rigid body, or None: it must be symmetric positive definite, and its principal moments
+    must satisfy the triangle inequalities I_a + I_b >= I_c (within TRIANGLE_RTOL of the
+    largest), which every real mass distribution does (I_a + I_b - I_c = 2 integral of r_c^2 dm)."""
+    if not np.all(np.isfinite(inertia)):
+        return f"must be finite, got {inertia.tolist()}"
+    if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12 * np.abs(inertia).max()):
+        return f"must be symmetric, got {inertia.tolist()}"
+    moments = np.linalg.eigvalsh(inertia)
+    shown = ", ".join(f"{m:.6g}" for m in moments)
+    if moments[0] <= 0.0:
+        return f"must be positive definite: its principal moments are [{shown}] kg m^2"
+    if moments[0] + moments[1] < moments[2] * (1.0 - TRIANGLE_RTOL):
+        return (f"principal moments [{shown}] kg m^2 break the triangle inequality (the largest, {moments[2]:.6g}, exceeds "
+                f"the sum of the other two, {moments[0] + moments[1]:.6g}): no mass distribution has them")
+    return None
+
+
+def gyration_radius(mass: float, inertia: np.ndarray) -> float:
+    """Radius [m] of the uniform solid ball with this mass [kg] and the same trace of inertia
+    [kg m^2] (a ball of radius R has trace 6/5 m R^2): sqrt(5 trace / (6 m))."""
+    return math.sqrt(5.0 * float(np.trace(inertia)) / (6.0 * mass))
 
 
 def _diag(v, ixx, iyy, izz) -> UnitMassProperties:
