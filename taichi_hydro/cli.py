@@ -164,6 +164,17 @@ def _contact(args) -> int:
     return 0
 
 
+def joint_summary(scene, dof_names: list[str], state: dict) -> dict:
+    """{joint name: {"position", "velocity", "force"}} of world 0 for the run summary: one entry
+    per degree of freedom (none for a fixed joint); force is the effort along it [N m or N]."""
+    out = {}
+    for joint in scene.joints:
+        columns = [dof_names.index(name) for name in joint.dof_names()]
+        out[joint.name] = {key: [float(state[column][0, c]) for c in columns]
+                           for key, column in (("position", "position"), ("velocity", "velocity"), ("force", "effort"))}
+    return out
+
+
 def _run(args) -> int:
     import numpy as np
 
@@ -189,12 +200,17 @@ def _run(args) -> int:
     sim = th.Simulator(scene, worlds=args.worlds)
     record = args.out is not None
     frames = {k: [] for k in ("time", "position", "orientation", "velocity", "angular_velocity")}
+    if sim.joint_names:
+        frames.update(joint_position=[], joint_velocity=[], joint_effort=[])
 
     def snapshot():
         state = sim.get_state()
         frames["time"].append(sim.time)
         for k in ("position", "orientation", "velocity", "angular_velocity"):
             frames[k].append(state[k])
+        if sim.joint_names:
+            for k, v in sim.joint_state().items():
+                frames[f"joint_{k}"].append(v)
 
     history = History(sim) if args.plot is not None else None
     images: list = []
@@ -226,6 +242,8 @@ def _run(args) -> int:
     status = sim.world_status()
     if record:
         arrays = {"body_names": np.array(sim.body_names), "dt": scene.dt, **{k: np.array(v) for k, v in frames.items()}}
+        if sim.joint_names:
+            arrays["joint_names"] = np.array(sim.joint_names)
         atomic_write(args.out, lambda tmp: np.savez_compressed(tmp, **arrays))
     summary = {
         "scene": scene.source,
@@ -250,6 +268,8 @@ def _run(args) -> int:
             for i, name in enumerate(sim.body_names)
         },
     }
+    if scene.joints:
+        summary["joints"] = joint_summary(scene, sim.joint_names, sim.joint_state())
     if args.summary is not None:
         write_text(args.summary, json.dumps(summary, indent=1) + "\n")
     if history is not None:
