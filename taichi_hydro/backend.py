@@ -74,7 +74,8 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         ti.reset()
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi started on {got} instead of {arch!r}")
-    _state.update(arch=arch, precision=precision, profiler=profiler, launch_budget=None, launches=0, generation=_state["generation"] + 1)
+    _state.update(arch=arch, precision=precision, profiler=profiler, launch_budget=None, launches=0, generation=_state["generation"] + 1,
+                  settings=dict(arch=arch, precision=precision, debug=debug, cache_dir=cache_dir, quiet=quiet, profiler=profiler))
     if arch == "vulkan":
         _probe_loop_atomics()
         from .vulkan_info import vulkan_devices
@@ -83,6 +84,17 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         if devices and all(d.is_cpu for d in devices):
             _state["launch_budget"] = LAUNCH_BUDGET
     return arch
+
+
+def restart() -> str:
+    """End the current Taichi runtime and start a new one with the same settings: every
+    Simulator made before becomes invalid, and the new runtime starts with the whole launch
+    budget of a CPU Vulkan driver (LAUNCH_BUDGET: the driver's limit is per runtime). Compiled
+    kernels come back from the offline cache. Returns the arch name."""
+    require_init()
+    settings = _state["settings"]
+    _end_runtime()
+    return init(**settings)
 
 
 # Device-array handles (and compiled graphs) of ended runtimes, kept from being finalised.
@@ -117,7 +129,7 @@ def require_generation(made_in: int, what: str) -> None:
     arguments); its device arrays are gone."""
     require_init()
     if made_in != _state["generation"]:
-        raise BackendError(f"{what} was made before Taichi was restarted (taichi_hydro.init with other arguments); "
+        raise BackendError(f"{what} was made before Taichi was restarted (taichi_hydro.init with other arguments, or restart); "
                            "its device arrays are gone: make a new one")
 
 
