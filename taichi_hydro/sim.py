@@ -95,7 +95,9 @@ class Simulator(WorldAccess):
                 "collision": collision, "rows": ContactRows(W, B, P, capacity), "warm": WarmStartTable(W, P, capacity),
                 "solver": SolverData(self.options, W, B, capacity),
                 "bilateral": BilateralRows(W, B),  # none yet: joint rows (Newton only)
-                "_saved_state": State(W, B).arrays()}  # a chunk's start state (step restores it after a pool overflow)
+                "_saved_state": State(W, B).arrays(),  # a chunk's start state (step restores it after a pool overflow)
+                # ... and the step before it's counts, which the chunk's first step adds to stat_sums (track_counts)
+                "_saved_counts": {"world_start": ti.ndarray(ti.i32, W + 1), "world_iterations": ti.ndarray(ti.i32, W)}}
 
     def _check_memory(self, capacities: Capacities | None, containers: dict | None = None) -> None:
         """CapacityError when the batch needs more memory than the backend holds
@@ -212,14 +214,22 @@ class Simulator(WorldAccess):
 
     # ----------------------------------------------------------------------------- stepping
 
+    def _counted(self) -> dict:
+        """The arrays of the step before that track_counts adds to stat_sums."""
+        return {"world_start": self.rows.world_start, "world_iterations": self.solver.world_iterations}
+
     def _save(self) -> None:
         for name, arr in self.state.arrays().items():
             self._saved_state[name].copy_from(arr)
+        for name, arr in self._counted().items():
+            self._saved_counts[name].copy_from(arr)
         self.warm.save()
 
     def _restore(self) -> None:
         for name, arr in self.state.arrays().items():
             arr.copy_from(self._saved_state[name])
+        for name, arr in self._counted().items():
+            arr.copy_from(self._saved_counts[name])
         self.warm.restore()
 
     @live
