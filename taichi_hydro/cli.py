@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--shards", type=_integer_arg(1), help="split the worlds over this many Ray actors, each with its own Taichi "
                    "runtime (pip install 'taichi-hydro[distributed]'); the summary adds per-shard timing")
     r.add_argument("--address", help="with --shards: join the running Ray cluster at HOST:PORT ('auto': the one `ray start` "
-                   "made on this machine) instead of starting a local one")
+                   "made on this machine); default: $RAY_ADDRESS, a cluster started on this machine, else a new local one")
     r.add_argument("--on-fault", choices=["raise", "restart"], default="raise", help="with --shards: when a shard dies, stop "
                    "with an error (default) or restart it from the last checkpoint of its worlds and go on")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")

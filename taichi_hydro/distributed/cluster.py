@@ -23,10 +23,11 @@ def require_ray():
 
 
 def connect(address: str | None = None, **init_options):
-    """Ray, started as a local instance on this machine (address None) or joined to a running
-    cluster (address "HOST:PORT" of its head, or "auto" for the one `ray start` made here).
-    When Ray is already initialised in this process, it is used as it is and the arguments are
-    ignored. init_options go to ray.init (e.g. num_cpus, log_to_driver=False). BackendError
+    """Ray, joined to a running cluster (address "HOST:PORT" of its head; "auto": the one
+    `ray start` made on this machine, an error if there is none) or, with address None, Ray's
+    default: the cluster named by $RAY_ADDRESS or last started on this machine, else a new
+    local instance. When Ray is already initialised in this process, it is used as it is and
+    the arguments are ignored. init_options go to ray.init (e.g. num_cpus, log_to_driver=False). BackendError
     naming the address when Ray cannot start or connect."""
     ray = require_ray()
     if ray.is_initialized():
