@@ -79,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
                    "made on this machine); default: $RAY_ADDRESS, a cluster started on this machine, else a new local one")
     r.add_argument("--on-fault", choices=["raise", "restart"], default="raise", help="with --shards: when a shard dies, stop "
                    "with an error (default) or restart it from the last checkpoint of its worlds and go on")
+    r.add_argument("--checkpoint-every", type=_integer_arg(1), help="with --shards: keep a checkpoint of every world each N "
+                   "steps (one transfer of the state each; default: only the initial state and the --out samples)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
     v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4")
@@ -293,8 +295,9 @@ def _simulator(args, scene):
     import taichi_hydro as th
 
     if args.shards is None:
-        if args.address is not None:
-            raise ArgumentError("--address names a Ray cluster and needs --shards")
+        for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every)):
+            if value is not None:
+                raise ArgumentError(f"{option} applies to a sharded run and needs --shards")
         th.init(args.arch)
         return th.Simulator(scene, worlds=args.worlds)
     for option in ("plot", "record"):
@@ -304,7 +307,8 @@ def _simulator(args, scene):
 
     shard_ranges(args.worlds, args.shards)  # a bad --shards fails before Ray starts
     connect(args.address, log_to_driver=False)
-    return ShardedSimulator(scene, worlds=args.worlds, shards=args.shards, arch=args.arch, on_fault=args.on_fault)
+    return ShardedSimulator(scene, worlds=args.worlds, shards=args.shards, arch=args.arch, on_fault=args.on_fault,
+                            checkpoint_every=args.checkpoint_every)
 
 
 def _sharding_summary(sim, address) -> dict:

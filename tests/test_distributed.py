@@ -325,7 +325,8 @@ def run_cli(args, capsys):
 def test_cli_refuses_bad_sharding_options(capsys):
     scene = str(ROOT / "scenes" / "ball_drop.toml")
     for args, message in [
-        (["--address", "localhost:6379"], "--address names a Ray cluster and needs --shards"),
+        (["--address", "localhost:6379"], "--address applies to a sharded run and needs --shards"),
+        (["--checkpoint-every", "10"], "--checkpoint-every applies to a sharded run and needs --shards"),
         (["--worlds", "2", "--shards", "3"], "must be at most worlds = 2"),
         (["--shards", "1", "--plot", "p.png"], "--plot draws from a simulator in this process"),
     ]:
@@ -337,7 +338,7 @@ def test_cli_run_with_shards_prints_the_summary_and_per_shard_timing(cluster, ca
     """`run --shards` keeps every key of the run summary and adds "sharding" (per-shard timing,
     the overhead per step call, faults)."""
     scene = str(ROOT / "scenes" / "ball_drop.toml")
-    code, out = run_cli([scene, "--worlds", "2", "--shards", "1", "--steps", "4", "--json"], capsys)
+    code, out = run_cli([scene, "--worlds", "2", "--shards", "1", "--steps", "4", "--checkpoint-every", "2", "--json"], capsys)
     assert code == 0, out.err
     summary = json.loads(out.out)
     for key in ("steps", "wall_s", "world_steps_per_s", "polygons_mean", "bodies", "frozen_worlds", "diverged_worlds"):
