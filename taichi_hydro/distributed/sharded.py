@@ -59,8 +59,8 @@ class ShardedSimulator:
       transfer of the state); None: only get_state() and checkpoint() refresh it.
     timeouts: faults.Timeouts for starting a shard, every call, and step calls per world-step.
     address: the Ray cluster to join when Ray is not initialised in this process yet (None:
-      Ray's default, a new local instance unless a cluster is running; cluster.connect). The package (and any mesh file the scene names, at the same path)
-      must be installed on every node.
+      Ray's default, a new local instance unless a cluster is running; cluster.connect). The
+      package, and any mesh file the scene names (at the same path), must be on every node.
     simulator_options: Simulator keyword arguments for every shard (capacities, max_capacity,
       graph).
 
