@@ -15,7 +15,7 @@ from .joint import kernels as jk
 from .checks import range_problem
 from .params import sample_values, scene_parameters
 from .plan import Plan
-from .state import STATE_FIELDS, checked_state, reset_worlds, select_worlds
+from .state import STATE_FIELDS, checked_checkpoint, checked_reset_state, checked_state, reset_worlds, select_worlds
 from .types import FROZEN_REASONS, host_float
 
 __all__ = ["WorldAccess", "live"]
@@ -105,23 +105,51 @@ class WorldAccess:
 
     def _stage_state(self, state: dict | None, selected: np.ndarray) -> dict:
         """Staging arrays of reset: the given rows (n, B) uploaded, the scene's (1, B) otherwise."""
-        state = {} if state is None else state
-        keys = [name for name, _ in STATE_FIELDS]
-        if not isinstance(state, dict):
-            raise SceneError(f"reset: state must be a dict with keys {keys}, got {type(state).__name__}")
-        unknown = sorted(set(state) - set(keys))
-        if unknown:
-            raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
-        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset", host_float())
-                   for name, width in STATE_FIELDS if name in state}
+        checked = checked_reset_state(state, selected, self.body_names, host_float())
         if len(selected) == 0:
             return {}
-        return {name: self._upload_rows(checked[name]) if name in checked else self._initial[name] for name in keys}
+        return {name: self._upload_rows(checked[name]) if name in checked else self._initial[name] for name, _ in STATE_FIELDS}
 
     def world_steps(self) -> np.ndarray:
         """(worlds,) int64: steps each world has taken since its last reset (a diverged world is
         frozen but still counts)."""
         return self._world_steps.copy()
+
+    @live
+    def checkpoint(self) -> dict[str, np.ndarray]:
+        """What restore() needs to put every world back where it is now: the state arrays keyed
+        as in get_state, (worlds, bodies, 3|4), as the device stores them (float32 unless
+        th.init(..., precision="f64"); a frozen world's non-finite values too); world_status
+        (worlds,) int32 (see world_status()); world_steps (worlds,) int64. Controls, parameters
+        and the warm start are not included: the caller sets the first two and keeps them
+        (parameters() reads them back); the warm start is the solver's initial guess only."""
+        fields = self.state.fields()
+        spend_launches(len(fields) + 1)
+        out = {name: arr.to_numpy() for name, arr in fields.items()}
+        out["world_status"] = self.state.world_status.to_numpy()
+        out["world_steps"] = self._world_steps.copy()
+        return out
+
+    @live
+    def restore(self, checkpoint: dict, force=None, torque=None) -> None:
+        """Every world as `checkpoint` (checkpoint() of a simulator of this scene and world
+        count) recorded it: state, frozen flags and step counts, the values written as recorded
+        (a frozen world's non-finite state stays frozen). Controls are zero unless force / torque
+        are given (as set_control takes them). As after reset(), each world's next step starts
+        cold (no warm start), its solver statistics are zero, and time, step_count and
+        step_totals() restart from 0; parameters are untouched. Every key, shape and status code
+        is checked before anything is written: SceneError otherwise."""
+        c = checked_checkpoint(checkpoint, self.worlds, len(self.scene.bodies), host_float())
+        every = np.arange(self.worlds)
+        force, torque = (None if v is None else checked_state(name, v, 3, every, self.body_names, "restore", host_float())
+                         for name, v in (("force", force), ("torque", torque)))
+        self.reset()
+        spend_launches(len(STATE_FIELDS) + 1)
+        for name, arr in self.state.fields().items():
+            arr.from_numpy(c[name])
+        self.state.world_status.from_numpy(c["world_status"])
+        self._world_steps[:] = c["world_steps"]
+        self.set_control(force=force, torque=torque)
 
     @live
     def set_state(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:

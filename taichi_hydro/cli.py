@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--record", help="also render world 0 offscreen at 30 frames per simulated second: FILE.gif|.mp4 "
                    "(or .png, the last frame); the run is simulated once")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
+    r.add_argument("--shards", type=_integer_arg(1), help="split the worlds over this many Ray actors, each with its own Taichi "
+                   "runtime (pip install 'taichi-hydro[distributed]'); the summary adds per-shard timing")
+    r.add_argument("--address", help="with --shards: join the running Ray cluster at HOST:PORT ('auto': the one `ray start` "
+                   "made on this machine); default: $RAY_ADDRESS, a cluster started on this machine, else a new local one")
+    r.add_argument("--on-fault", choices=["raise", "restart"], default="raise", help="with --shards: when a shard dies, stop "
+                   "with an error (default) or restart it from the last checkpoint of its worlds and go on")
+    r.add_argument("--checkpoint-every", type=_integer_arg(1), help="with --shards: keep a checkpoint of every world each N "
+                   "steps (one transfer of the state each; default: only the initial state and the --out samples)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
     v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4")
@@ -196,8 +204,7 @@ def _run(args) -> int:
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
         raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
-    th.init(args.arch)
-    sim = th.Simulator(scene, worlds=args.worlds)
+    sim = _simulator(args, scene)
     record = args.out is not None
     frames = {k: [] for k in ("time", "position", "orientation", "velocity", "angular_velocity")}
     if sim.joint_names:
@@ -270,6 +277,9 @@ def _run(args) -> int:
     }
     if scene.joints:
         summary["joints"] = joint_summary(scene, sim.joint_names, sim.joint_state())
+    if args.shards is not None:
+        summary["sharding"] = _sharding_summary(sim, args.address)
+        sim.close()
     if args.summary is not None:
         write_text(args.summary, json.dumps(summary, indent=1) + "\n")
     if history is not None:
@@ -287,6 +297,9 @@ def _run(args) -> int:
             print(f"  {name}: position [{p[0]:.6g}, {p[1]:.6g}, {p[2]:.6g}] m")
         for w, reason in summary["frozen_worlds"].items():
             print(f"  world {w} frozen: {reason}")
+        for shard in summary.get("sharding", {}).get("per_shard", []):
+            print(f"  shard {shard['shard']}: worlds {shard['first_world']}..{shard['first_world'] + shard['worlds'] - 1} on "
+                  f"{shard['host']} (pid {shard['pid']}), stepping {shard['step_s']:.2f} s, {shard['restarts']} restart(s)")
         if record:
             print(f"trajectory written to {args.out}")
         if history is not None:
@@ -294,6 +307,35 @@ def _run(args) -> int:
         if renderer is not None:
             print(f"{len(images)} frame(s) written to {args.record}")
     return 0
+
+
+def _simulator(args, scene):
+    """A Simulator, or with --shards a distributed.ShardedSimulator over Ray (the same batch API;
+    Ray's worker logs are not echoed here, so that stdout stays the JSON summary)."""
+    import taichi_hydro as th
+
+    if args.shards is None:
+        for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every)):
+            if value is not None:
+                raise ArgumentError(f"{option} applies to a sharded run and needs --shards")
+        th.init(args.arch)
+        return th.Simulator(scene, worlds=args.worlds)
+    for option in ("plot", "record"):
+        if getattr(args, option) is not None:
+            raise ArgumentError(f"--{option} draws from a simulator in this process and is not available with --shards")
+    from taichi_hydro.distributed import ShardedSimulator, connect, shard_ranges
+
+    shard_ranges(args.worlds, args.shards)  # a bad --shards fails before Ray starts
+    connect(args.address, log_to_driver=False)
+    return ShardedSimulator(scene, worlds=args.worlds, shards=args.shards, arch=args.arch, on_fault=args.on_fault,
+                            checkpoint_every=args.checkpoint_every)
+
+
+def _sharding_summary(sim, address) -> dict:
+    """The run summary's "sharding" entry: shards, Ray address, step calls and the overhead Ray
+    adds to each, per-shard timing (ShardedSimulator.shard_timings) and faults."""
+    return {"shards": sim.shards, "address": address or "local", **sim.shard_timings(),
+            "faults": [record.summary() for record in sim.faults]}
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
