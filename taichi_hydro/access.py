@@ -329,19 +329,50 @@ class WorldAccess:
         return a.to_numpy()[:, : len(self.joint_names)].astype(np.float64)
 
     @live
-    def joint_state(self) -> dict[str, np.ndarray]:
+    def joint_state(self, as_torch: bool = False) -> dict[str, np.ndarray]:
         """Every degree of freedom of every world after the last step, shape (worlds, dofs),
         columns as joint_names: position [rad or m] (0 in the scene's initial state; a revolute
         joint's angle counts whole turns; a ball joint's is the rotation vector of the child's
         joint frame in the parent's), velocity [rad/s or m/s] (a ball joint's: the relative
         angular velocity in the parent's joint frame) and effort [N m or N]: what the joint's
-        actuator, limits, damping and friction applied along it over the step, / dt."""
+        actuator, limits, damping and friction applied along it over the step, / dt.
+        as_torch=True: torch tensor copies (float32, or float64 with precision "f64") on the
+        backend's torch device."""
         if self.joints is None:
-            return {k: np.zeros((self.worlds, 0)) for k in ("position", "velocity", "effort")}
-        spend_launches(3)
+            out = {k: np.zeros((self.worlds, 0)) for k in ("position", "velocity", "effort")}
+        else:
+            spend_launches(3)
+            j = self.joints
+            out = {"position": self._joint_rows(j.joint_q), "velocity": self._joint_rows(j.joint_qd),
+                   "effort": self._joint_rows(j.joint_effort)}
+        if as_torch:
+            torch = interop.torch_module()
+            dtype = torch.float32 if host_float() == np.float32 else torch.float64
+            return {k: torch.tensor(v, dtype=dtype, device=interop.torch_device()) for k, v in out.items()}
+        return out
+
+    def _joint_views(self, arrays: dict) -> dict:
+        if self.joints is None:
+            raise SceneError("the scene has no joints: there is nothing to view")
+        D = len(self.joint_names)
+        return {name: interop.tensor_view(arr)[:, :D] for name, arr in arrays.items()}
+
+    @live
+    def joint_state_tensors(self) -> dict:
+        """Zero-copy torch views (cpu and cuda backends; see state_tensors) of joint_state():
+        position, velocity, effort (worlds, dofs), current after every step. Read-only in
+        meaning: a write is overwritten by the next step's measurement."""
         j = self.joints
-        return {"position": self._joint_rows(j.joint_q), "velocity": self._joint_rows(j.joint_qd),
-                "effort": self._joint_rows(j.joint_effort)}
+        return self._joint_views({"position": j.joint_q, "velocity": j.joint_qd, "effort": j.joint_effort} if j else {})
+
+    @live
+    def joint_control_tensors(self) -> dict:
+        """Zero-copy torch views (cpu and cuda backends; see control_tensors) of the joint
+        controls: target, target_velocity, effort (worlds, dofs). Writing into them in place is
+        set_joint_control without a copy or a check: the next step uses the values (a value
+        for a degree of freedom whose actuator does not use it is ignored); reset() writes the
+        scene's values into the rows of the worlds it resets."""
+        return self._joint_views(self.joints.controls if self.joints else {})
 
     @live
     def joint_forces(self) -> dict[str, np.ndarray]:
@@ -363,7 +394,8 @@ class WorldAccess:
         scene's values): target [rad or m] and target_velocity [rad/s or m/s] of pd actuators,
         effort [N m or N] of effort actuators (the feed-forward effort of pd actuators). A
         value for a degree of freedom whose actuator does not use it must be NaN (or equal
-        the scene's value, e.g. 0). SceneError names the joint, the world and the value."""
+        the scene's value, e.g. 0). SceneError names the joint, the world and the value. Torch
+        tensors are accepted (copied through the host; joint_control_tensors() writes in place)."""
         from .joint.layout import ACT_EFFORT, ACT_PD, J_ACTUATOR
 
         names = self.joint_names
@@ -372,6 +404,8 @@ class WorldAccess:
         for key, value in (("target", target), ("target_velocity", target_velocity), ("effort", effort)):
             if value is None:
                 continue
+            if interop.is_tensor(value):
+                value = value.detach().cpu().numpy()
             try:
                 v = np.array(value, dtype=np.float64)
             except (TypeError, ValueError) as exc:

@@ -10,6 +10,7 @@ backend) in Ray worker processes, and every other check here is host-side. One l
 instance (num_cpus=2, no network beyond this machine) serves the module; each shard asks for
 half a CPU so that the simulators of the module fit in it together."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -50,12 +51,23 @@ def cluster(arch):
 
 
 def pile():
-    """Two compliant spheres dropped onto a floor, deterministic mode (they land from step ~20)."""
-    return small_pile(n=2, solver={"deterministic": True})
+    """Two compliant spheres dropped onto a floor (they land from step ~20) and, beside them, a
+    link on a PD-actuated revolute joint: contacts and joints in one Newton solve,
+    deterministic mode."""
+    base = small_pile(n=2, solver={"deterministic": True})
+    arm = th.scene_from_dict({"body": [{"name": "arm", "mass": 1.0, "position": [1.15, 0.0, 0.5],
+                                        "shape": {"type": "box", "size": [0.3, 0.04, 0.04]}}],
+                              "joint": [{"name": "hinge", "type": "revolute", "parent": "world", "child": "arm",
+                                         "position": [1.0, 0.0, 0.5], "axis": [0.0, 1.0, 0.0],
+                                         "actuator": {"type": "pd", "kp": 50.0, "kd": 1.0}}]})
+    return dataclasses.replace(base, bodies=base.bodies + arm.bodies, joints=arm.joints,
+                               collision_filters=(frozenset({"ground", "arm"}),))  # both rigid, and apart
 
 
-FORCE = np.zeros((W, 3, 3))
+B = 4  # floor, two spheres, the arm
+FORCE = np.zeros((W, B, 3))
 FORCE[1, 2] = [0.3, 0.0, 0.0]  # on the upper sphere of world 1
+TARGETS = np.array([[0.1], [-0.2], [0.3]])  # the arm's PD target in each world [rad]
 
 
 def randomise(sim):
@@ -68,12 +80,13 @@ def drive(sim):
     steps. Returns the sampled parameters."""
     values = randomise(sim)
     state = sim.get_state()
-    state["velocity"][:, 1:] += np.random.default_rng(7).normal(0.0, 0.3, size=(W, 2, 3))
+    state["velocity"][:, 1:3] += np.random.default_rng(7).normal(0.0, 0.3, size=(W, 2, 3))
     sim.set_state(velocity=state["velocity"])
     sim.set_control(force=FORCE)
+    sim.set_joint_control(target=TARGETS)
     sim.step(20)
-    velocity = np.zeros((1, 3, 3))
-    velocity[0, 1:] = [0.1, 0.0, -0.2]
+    velocity = np.zeros((1, B, 3))
+    velocity[0, 1:3] = [0.1, 0.0, -0.2]
     sim.reset(worlds=[2], state={"velocity": velocity})
     sim.step(20)
     return values
@@ -82,6 +95,7 @@ def drive(sim):
 def outcome(sim) -> dict:
     names, forces = sim.pair_forces()
     return {**sim.get_state(), **{f"stats_{k}": v for k, v in sim.solver_stats().items()},
+            **{f"joint_{k}": v for k, v in {**sim.joint_state(), **sim.joint_forces()}.items()},
             "status": sim.world_status(), "world_steps": sim.world_steps(), "pair_forces": forces,
             "totals": np.array(list(sim.step_totals().values())), "pairs": np.array(names),
             **{f"param_{k}": v for k, v in sim.parameters().items()}}
@@ -349,3 +363,4 @@ def test_cli_run_with_shards_prints_the_summary_and_per_shard_timing(cluster, ca
     assert sharding["calls"] >= 1 and sharding["overhead_s_per_call"] >= 0.0
     (shard,) = sharding["per_shard"]
     assert (shard["first_world"], shard["worlds"], shard["steps"]) == (0, 2, 4) and shard["step_s"] > 0
+
