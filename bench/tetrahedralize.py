@@ -229,9 +229,12 @@ def measure(surface_v, surface_f, v, t) -> dict:
 def _child(conn, mesher, v, f, h):
     import os
 
+    import tempfile
+
     null = os.open(os.devnull, os.O_WRONLY)  # the meshers' own logs would bury the rows
     os.dup2(null, 1)
     os.dup2(null, 2)
+    os.chdir(tempfile.mkdtemp(prefix="bench_tetrahedralize_"))  # wildmeshing writes __tracked_surface.stl here
     try:
         t0 = time.perf_counter()
         mv, mt = run_mesher(mesher, v, f, h)
