@@ -3,6 +3,11 @@ volume and boundary fidelity, so that the mesher behind compliant non-convex mes
 measurement (taichi_hydro/geometry/tetwild.py uses the winner).
 
     python -m bench.tetrahedralize --out bench/results/tetrahedralize_2core_epyc.json
+    python -m bench.tetrahedralize --summary bench/results/tetrahedralize_2core_epyc.json
+
+pytetwild is a dependency of taichi-hydro; the others are measured only, installed by hand
+(pip install tetgen wildmeshing gmsh): their licences rule them out as dependencies of a
+BSD-3-Clause package, except wildmeshing, which has no aarch64 wheel.
 
 Meshers (each single-threaded, each run in a fresh process with a time limit):
   pytetwild    fTetWild through taichi_hydro.geometry.tetwild (MPL-2.0), envelope 1e-3 x the
@@ -264,13 +269,34 @@ def timed_run(mesher: str, v: np.ndarray, f: np.ndarray, h: float) -> tuple:
     return result
 
 
+def summary(path: str) -> str:
+    """A Markdown table of a results file: per shape, target edge and mesher, the first run."""
+    rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    out = ["| shape | target edge [mm] | mesher | time [s] | tets | min dihedral [deg] | slivers (< 10 deg) | "
+           "mean radius ratio | volume error | boundary distance [mm] |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "shape" not in r or r.get("repeat", 0) != 0:
+            continue
+        head = f"| {r['shape']} | {1000 * r['target_edge_m']:.1f} | {r['mesher']} |"
+        if r["status"] != "ok":
+            out.append(f"{head} {r['status']} | | | | | | |")
+            continue
+        out.append(f"{head} {r['seconds']:.2f} | {r['tets']} | {r['min_dihedral_deg']:.1f} | {100 * r['sliver_share']:.2f} % | "
+                   f"{r['mean_radius_ratio']:.2f} | {r['volume_rel_error']:.1e} | {1000 * r.get('hausdorff_m', math.nan):.3f} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="write one JSON object per line here (atomically)")
+    p.add_argument("--summary", metavar="RESULTS", help="print a Markdown table of a results file and stop")
     p.add_argument("--meshers", default=",".join(MESHERS))
     p.add_argument("--shapes", default="torus,cup,star,bracket")
     p.add_argument("--divisors", default=",".join(map(str, EDGE_DIVISORS)), help="target edge = diagonal / each")
     args = p.parse_args(argv)
+    if args.summary:
+        print(summary(args.summary))
+        return 0
     from bench.machine import machine
 
     rows = [{"machine": machine(), "libraries": library_info(), "time_limit_s": TIME_LIMIT_S}]

@@ -195,6 +195,18 @@ def test_cache_key_and_an_unwritable_cache(host, tmp_path, monkeypatch, counted_
     assert len(counted_builds) == 5 and blocker.read_text() == "in the way"
 
 
+def test_cache_keys_tell_their_parts_apart(host):
+    """Keys differ when the parts differ only by where one ends, by dtype or shape of the same
+    bytes, or by the last bit of a float; equal parts give equal keys."""
+    a = np.arange(6, dtype=np.float64)
+    assert diskcache.digest("ab", "c") != diskcache.digest("a", "bc")
+    assert diskcache.digest(a) != diskcache.digest(a.reshape(2, 3)) != diskcache.digest(a.view(np.int64))
+    assert diskcache.digest(0.1) != diskcache.digest(np.nextafter(0.1, 1.0))
+    assert diskcache.digest("tetmesh", 1, a, 0.5) == diskcache.digest("tetmesh", 1, a.copy(), 0.5)
+    with pytest.raises(TypeError):
+        diskcache.digest(object())
+
+
 def test_surfaces_that_cannot_be_made_solid(host, monkeypatch):
     """Inverted (clockwise), degenerate (flat), crossing itself, too fine a resolution, a mesher
     that fails or returns another solid, and a missing mesher: each a MeshError naming the

@@ -127,7 +127,7 @@ def extent_mesh(surface: TriMesh, resolution: float | None = None, *, what: str 
     share = built.split / max(1, built.mesh.tet_count - 3 * built.split)  # share of the tets before splitting
     if share > SPLIT_SHARE_WARNING:
         warnings.warn(f"{what}: {100 * share:.0f}% of its tets have all four vertices on the boundary at resolution {h:g} m "
-                      f"(the body is {2 * built.depth:.3g} m thick at its thickest); their centroids are the only inner "
+                      f"(the body is about {2 * built.depth:.3g} m thick at its thickest); their centroids are the only inner "
                       f"vertices there, so the pressure field is coarse: use a resolution <= {built.depth:.3g} m",
                       HydroWarning, stacklevel=2)
     return built
