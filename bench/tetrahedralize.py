@@ -15,9 +15,10 @@ Meshers (each single-threaded, each run in a fresh process with a time limit):
   pytetwild_fine  the same with an envelope of 2.5e-4 x the diagonal
   wildmeshing  fTetWild through the wildmeshing wheel (MPL-2.0)
   tetgen       TetGen 1.6 through the tetgen wheel (wrapper MIT, TetGen AGPL-3.0), -pq1.414/10 with
-               a volume bound of a regular tet of the target edge
+               a volume bound of a regular tet of the target edge (-a)
   gmsh         gmsh 4 (GPL-2.0+), the input triangles kept as the boundary, Delaunay inside with
                Mesh.MeshSizeMax = target edge
+  gmsh_remesh  the same after gmsh classified, reparametrised and remeshed the surface at that size
 Shapes (trimesh, metres): a torus, a cup (thin wall, long input triangles), a five-point star
 prism, a thin L bracket (3 mm). Target edge lengths: the bounding-box diagonal over 8, 16, 32.
 
@@ -47,7 +48,7 @@ from taichi_hydro.output import write_text
 
 TIME_LIMIT_S = 300.0
 EDGE_DIVISORS = (8, 16, 32)
-MESHERS = ("pytetwild", "pytetwild_fine", "wildmeshing", "tetgen", "gmsh")
+MESHERS = ("pytetwild", "pytetwild_fine", "wildmeshing", "tetgen", "gmsh", "gmsh_remesh")
 
 
 # ---------------------------------------------------------------- shapes
@@ -107,11 +108,14 @@ def _tetgen(v, f, h):
     import tetgen
 
     g = tetgen.TetGen(v, f.astype(np.int32))
-    out = g.tetrahedralize(quality=True, minratio=1.414, mindihedral=10.0, maxvolume=h**3 / (6.0 * math.sqrt(2.0)))
+    out = g.tetrahedralize(quality=True, minratio=1.414, mindihedral=10.0, fixedvolume=True,
+                           maxvolume=h**3 / (6.0 * math.sqrt(2.0)))  # the bound applies only with fixedvolume (-a)
     return out[0], out[1]
 
 
-def _gmsh(v, f, h):
+def _gmsh(v, f, h, remesh: bool):
+    """remesh False: the input triangles are the boundary; True: the surface is classified
+    (40 deg feature angle), reparametrised and remeshed at the target size too."""
     import gmsh
 
     gmsh.initialize(["-noenv"], readConfigFiles=False)
@@ -122,7 +126,12 @@ def _gmsh(v, f, h):
         s = gmsh.model.addDiscreteEntity(2)
         gmsh.model.mesh.addNodes(2, s, np.arange(1, len(v) + 1), v.ravel())
         gmsh.model.mesh.addElementsByType(s, 2, [], (f + 1).ravel())
-        gmsh.model.geo.addVolume([gmsh.model.geo.addSurfaceLoop([s])])
+        surfaces = [s]
+        if remesh:
+            gmsh.model.mesh.classifySurfaces(math.radians(40.0), True, True, math.pi)
+            gmsh.model.mesh.createGeometry()
+            surfaces = [e[1] for e in gmsh.model.getEntities(2)]
+        gmsh.model.geo.addVolume([gmsh.model.geo.addSurfaceLoop(surfaces)])
         gmsh.model.geo.synchronize()
         gmsh.option.setNumber("Mesh.MeshSizeMax", h)
         gmsh.option.setNumber("Mesh.Optimize", 1)
@@ -142,7 +151,8 @@ def run_mesher(name: str, v: np.ndarray, f: np.ndarray, h: float):
         "pytetwild_fine": lambda: _pytetwild(v, f, h, 2.5e-4),
         "wildmeshing": lambda: _wildmeshing(v, f, h),
         "tetgen": lambda: _tetgen(v, f, h),
-        "gmsh": lambda: _gmsh(v, f, h),
+        "gmsh": lambda: _gmsh(v, f, h, remesh=False),
+        "gmsh_remesh": lambda: _gmsh(v, f, h, remesh=True),
     }[name]()
 
 

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import ConvexHull
+from scipy.spatial import ConvexHull, cKDTree
 
 from ..errors import MeshError
 from .mesh import TetMesh, TriMesh, boundary_faces, tet_signed_volumes
@@ -159,8 +159,6 @@ def distance_to_surface(points: np.ndarray, surface_vertices: np.ndarray, triang
     above, d(p) <= |p - q|; a triangle whose centroid m lies farther from p than that bound plus
     the triangle's radius about m (the farthest of its vertices) cannot be closer, so only the
     triangles within that ball are tested (a k-d tree finds them)."""
-    from scipy.spatial import cKDTree
-
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     if len(points) == 0:
         return np.zeros(0)
