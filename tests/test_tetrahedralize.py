@@ -308,6 +308,31 @@ def test_convex_meshes_keep_the_fan_and_non_convex_ones_are_tetrahedralised(host
     assert ell_geometry.margin == 1e-4 and ell_geometry.mass.volume == pytest.approx(3.0, rel=1e-12)
 
 
+def test_tets_on_a_ridge_of_the_field_are_split(host):
+    """A slab 1 m thick with four inner vertices at z = +-0.1, all 0.4 m from the boundary: the
+    tet they form would have a zero gradient, so it is split at its centroid (0.5 m deep); the
+    tets with four boundary vertices are split too, and every tet then has a gradient."""
+    from scipy.spatial import Delaunay
+
+    from taichi_hydro.geometry import primitives as prim
+    from taichi_hydro.geometry.mesh import tet_signed_volumes
+
+    inner = np.array([[0.1, 0.1, -0.1], [0.3, -0.1, -0.1], [0.1, -0.1, 0.1], [0.25, 0.15, 0.1]])
+    points = np.vstack([prim.rigid_box((4.0, 4.0, 1.0)).vertices, inner])
+    tets = Delaunay(points).simplices
+    volumes = tet_signed_volumes(points, tets)
+    tets = tets[np.abs(volumes) > 1e-9]  # Delaunay's flat tets between coplanar box corners
+    tets[tet_signed_volumes(points, tets) < 0] = tets[tet_signed_volumes(points, tets) < 0][:, [0, 2, 1, 3]]
+    assert any(set(t) == {8, 9, 10, 11} for t in tets.tolist())
+    on_boundary = np.zeros(len(points), dtype=bool)
+    on_boundary[np.unique(boundary_faces(tets))] = True
+    four_boundary = int(np.sum(np.all(on_boundary[tets], axis=1)))
+    mesh, depth, split = meshfile.distance_extent(points, tets)
+    assert split == four_boundary and mesh.tet_count == len(tets) + 3 * (four_boundary + 1)
+    assert depth == pytest.approx(0.5, abs=1e-12)
+    assert np.linalg.norm(mesh.gradients(), axis=1).min() > 0.1
+
+
 def test_crossing_triangles(host):
     """Clean closed surfaces have no crossing pair; two interpenetrating spheres have, in general
     position and placed symmetrically (where the crossing edges pass exactly through vertices

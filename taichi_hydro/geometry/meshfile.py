@@ -235,34 +235,50 @@ def _closest_on_triangles(p, a, b, c, ab, ac, bc):
 def distance_extent(vertices: np.ndarray, tets: np.ndarray) -> tuple[TetMesh, float, int]:
     """The extent field e = d / d_max of a positively oriented tet mesh, d the distance to the
     mesh's boundary [m] and d_max its largest value at a vertex (Elandt 2019 §VI-A): returns
-    (mesh with pressure = e in [0, 1], d_max [m], number of tets split).
+    (mesh with pressure = e in [0, 1], d_max [m], number of tets with four boundary vertices).
 
-    Tets with all four vertices on the boundary would have e = 0 at every vertex, hence a zero
-    gradient: each is split into four at its centroid, which lies inside and gets its own
-    distance (the new vertex lies strictly inside the old tet, so neighbours stay conforming)."""
+    A tet whose four vertices have the same e has a zero gradient: with all four on the
+    boundary (e = 0), or straddling a ridge of the field (two vertices at depth d on either side
+    of a mid-plane). Each such tet is split into four at its centroid, which gets its own
+    distance (a different one: the distance field has no flat spot), so that every tet has a
+    gradient; the new vertex lies strictly inside the old tet, so neighbours stay conforming."""
     faces = boundary_faces(tets)
     on_boundary = np.zeros(len(vertices), dtype=bool)
     on_boundary[np.unique(faces)] = True
     flat = np.all(on_boundary[tets], axis=1)
-    if np.any(flat):
-        centroids = vertices[tets[flat]].mean(axis=1)
-        ids = len(vertices) + np.arange(len(centroids))
-        vertices = np.vstack([vertices, centroids])
-        local = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
-        split = np.concatenate([np.column_stack([ids, tets[flat][:, f]]) for f in local])
-        tets = np.vstack([tets[~flat], split])
-        negative = tet_signed_volumes(vertices, tets) < 0
-        tets[negative] = tets[negative][:, [0, 2, 1, 3]]
-        on_boundary = np.concatenate([on_boundary, np.zeros(len(centroids), dtype=bool)])
-    distance = np.zeros(len(vertices))
+    vertices, tets = _split_at_centroids(vertices, tets, flat)
+    on_boundary = np.concatenate([on_boundary, np.zeros(len(vertices) - len(on_boundary), dtype=bool)])
     interior = np.flatnonzero(~on_boundary)
     if len(interior) == 0:
         raise MeshError("tet mesh has no interior vertex: cannot build a distance-to-boundary pressure field")
+    distance = np.zeros(len(vertices))
     distance[interior] = distance_to_surface(vertices[interior], vertices, faces)
+    d = distance[tets]
+    ridge = (d.max(axis=1) - d.min(axis=1)) <= 1e-12 * distance.max()
+    if np.any(ridge):
+        count = len(vertices)
+        vertices, tets = _split_at_centroids(vertices, tets, ridge)
+        distance = np.concatenate([distance, distance_to_surface(vertices[count:], vertices, faces)])
     if np.any(tet_signed_volumes(vertices, tets) <= 0):
-        raise MeshError("splitting boundary tets produced an inverted tet")
+        raise MeshError("splitting tets at their centroids produced an inverted tet")
     d_max = float(distance.max())
     return TetMesh(vertices, tets, distance / d_max), d_max, int(flat.sum())
+
+
+def _split_at_centroids(vertices: np.ndarray, tets: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each tet where `mask` is set replaced by four joining its centroid (appended to the
+    vertices) to its faces, positively oriented; the other tets kept in order, first."""
+    if not np.any(mask):
+        return vertices, tets
+    centroids = vertices[tets[mask]].mean(axis=1)
+    ids = len(vertices) + np.arange(len(centroids))
+    vertices = np.vstack([vertices, centroids])
+    local = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+    split = np.concatenate([np.column_stack([ids, tets[mask][:, f]]) for f in local])
+    tets = np.vstack([tets[~mask], split])
+    negative = tet_signed_volumes(vertices, tets) < 0
+    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
+    return vertices, tets
 
 
 def distance_field_tetmesh(vertices: np.ndarray, tets: np.ndarray, modulus: float) -> TetMesh:
