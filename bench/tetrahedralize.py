@@ -280,12 +280,28 @@ def timed_run(mesher: str, v: np.ndarray, f: np.ndarray, h: float) -> tuple:
 
 
 def summary(path: str) -> str:
-    """A Markdown table of a results file: per shape, target edge and mesher, the first run."""
+    """Markdown tables of a results file: each mesher over all cases (time range, the worst of
+    each measure), then every case (first runs)."""
     rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
-    out = ["| shape | target edge [mm] | mesher | time [s] | tets | min dihedral [deg] | slivers (< 10 deg) | "
-           "mean radius ratio | volume error | boundary distance [mm] |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "shape" not in r or r.get("repeat", 0) != 0:
+    runs = [r for r in rows if "shape" in r]
+    out = ["| mesher | licence | runs ok | time [s] | min dihedral [deg] | slivers (< 10 deg), worst | "
+           "boundary distance [mm], worst | volume error, worst |", "|---|---|---|---|---|---|---|---|"]
+    licences = rows[0].get("libraries", {})
+    for mesher in dict.fromkeys(r["mesher"] for r in runs):
+        ok = [r for r in runs if r["mesher"] == mesher and r["status"] == "ok"]
+        dist = mesher.split("_")[0]
+        if not ok:
+            out.append(f"| {mesher} | {licences.get(dist, {}).get('license', '')} | 0 of {sum(r['mesher'] == mesher for r in runs)} | | | | | |")
+            continue
+        out.append(f"| {mesher} | {licences.get(dist, {}).get('license', '')} | {len(ok)} of {sum(r['mesher'] == mesher for r in runs)} | "
+                   f"{min(r['seconds'] for r in ok):.2f}-{max(r['seconds'] for r in ok):.2f} | "
+                   f"{min(r['min_dihedral_deg'] for r in ok):.1f} | {100 * max(r['sliver_share'] for r in ok):.2f} % | "
+                   f"{1000 * max(r.get('hausdorff_m', math.nan) for r in ok):.3f} | "
+                   f"{max(r['volume_rel_error'] for r in ok):.1e} |")
+    out += ["", "| shape | target edge [mm] | mesher | time [s] | tets | min dihedral [deg] | slivers (< 10 deg) | "
+            "mean radius ratio | volume error | boundary distance [mm] |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        if r.get("repeat", 0) != 0:
             continue
         head = f"| {r['shape']} | {1000 * r['target_edge_m']:.1f} | {r['mesher']} |"
         if r["status"] != "ok":
