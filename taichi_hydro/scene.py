@@ -68,7 +68,9 @@ class Contact:
     """Contact material of a body's geometry.
 
     hydro: "compliant" or "rigid". modulus: hydroelastic modulus E [Pa] (compliant only).
-    resolution: target edge length of curved meshes [m]. slab_thickness: depth H over which a
+    resolution: target edge length of curved meshes, and of the tets a compliant non-convex mesh
+    is filled with (geometry/tetrahedralize.py; None: a quarter of its smallest bounding-box
+    side) [m]. slab_thickness: depth H over which a
     compliant half-space reaches E [m]. margin: hydroelastic margin delta [m] (compliant only).
     dissipation: Hunt-Crossley d [s/m]. relaxation_time: Kelvin-Voigt time scale tau [s] (Drake's
     "relaxation_time"; a pair adds its two values). friction: Coulomb coefficient mu [-]."""

@@ -51,6 +51,15 @@ def arch(request):
     return name
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _mesh_cache(tmp_path_factory):
+    """Tetrahedralised meshes are cached on disk (taichi_hydro.diskcache): the suite keeps its
+    entries in a folder of its own, never in the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TAICHI_HYDRO_CACHE", str(tmp_path_factory.mktemp("taichi_hydro_cache")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def tol(arch):
     return Tolerances(arch)
