@@ -254,8 +254,9 @@ def test_bad_arguments_are_refused_before_any_shard_is_called(sharded):
     mass[2, 1] = -1.0
     calls = [
         (lambda: sim.set_parameters(mass=mass), th.SceneError, "mass of body 'b0' in world 2 must be finite and positive"),
-        (lambda: sim.set_state(position=np.zeros((W, 2, 3))), th.SceneError, r"position must have shape \(3, 3, 3\)"),
-        (lambda: sim.set_control(force=np.full((W, 3, 3), np.nan)), th.SceneError, "force of body 'ground' in world 0"),
+        (lambda: sim.set_state(position=np.zeros((W, 2, 3))), th.SceneError, r"position must have shape \(3, 4, 3\)"),
+        (lambda: sim.set_control(force=np.full((W, B, 3), np.nan)), th.SceneError, "force of body 'ground' in world 0"),
+        (lambda: sim.set_joint_control(target=np.zeros((W, 2))), th.SceneError, r"target must have shape \(1,\) or \(3, 1\)"),
         (lambda: sim.reset(worlds=[5]), th.SceneError, r"world index 5 is out of range \[0, 3\)"),
         (lambda: sim.reset(worlds=[0, 0]), th.SceneError, "more than once"),
         (lambda: sim.sample_parameters(-1, mass=(1, 2)), th.SceneError, "seed"),
