@@ -11,6 +11,7 @@ import pytest
 import trimesh
 
 import taichi_hydro as th
+from taichi_hydro.model import build_model
 from taichi_hydro import diskcache
 from taichi_hydro.errors import HydroWarning, MeshError
 from taichi_hydro.geometry import meshfile
@@ -276,9 +277,9 @@ def test_scene_errors_name_the_file(host, tmp_path):
     for file, reason in (("open.obj", "open mesh"), ("crossed.obj", "self-intersecting")):
         body = {"name": "part", "mass": 1.0, "position": [0, 0, 2.0], "shape": {"type": "mesh", "file": str(tmp_path / file)},
                 "contact": {"modulus": E}}
-        s = scene([ground(), body])
+        s = th.scene_from_dict({"body": [ground(), body]}, source="scene.toml")
         with pytest.raises(th.SceneError) as err:
-            build_geometry(s.bodies[1], "scene.toml")
+            build_model(s)
         msg = str(err.value)
         assert "scene.toml" in msg and "body 'part'" in msg and "'shape.file'" in msg and file in msg and reason in msg
 
@@ -293,7 +294,7 @@ def test_convex_meshes_keep_the_fan_and_non_convex_ones_are_tetrahedralised(host
     bodies = [{"name": n, "mass": 1.0, "position": [3.0 * k, 0, 2.0], "shape": {"type": "mesh", "file": str(f)},
                "contact": {"modulus": E, "margin": 1e-4}} for k, (n, f) in enumerate((("cube", cube_file), ("ell", ell_file)))]
     s = scene([ground(), *bodies])
-    cube_geometry = build_geometry(s.bodies[1], "scene.toml")
+    cube_geometry = build_geometry(s.bodies[1].geometries[0], "scene.toml")
     fan = meshfile.compliant_convex(meshfile.load_surface(cube_file), E, 1e-4)
     np.testing.assert_array_equal(cube_geometry.tets.vertices, fan.vertices)
     np.testing.assert_array_equal(cube_geometry.tets.tets, fan.tets)
@@ -301,7 +302,7 @@ def test_convex_meshes_keep_the_fan_and_non_convex_ones_are_tetrahedralised(host
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    ell_geometry = build_geometry(s.bodies[2], "scene.toml")
+    ell_geometry = build_geometry(s.bodies[2].geometries[0], "scene.toml")
     assert list(work.iterdir()) == []  # fTetWild's debug file stays in its scratch folder
     surface = meshfile.load_surface(ell_file)
     assert tz.default_resolution(surface) == 0.25
