@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..rotation import quaternion_from_matrix as matrix_to_quat
 from ..scene import WORLD, Scene
 from ..types import UNBOUNDED
 
@@ -56,30 +57,6 @@ def quat_to_matrix(q) -> np.ndarray:
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def matrix_to_quat(R) -> np.ndarray:
-    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix (Shepperd's method: the
-    largest of the four squared components is found first, so no division by a small one)."""
-    R = np.asarray(R, dtype=np.float64)
-    t = np.trace(R)
-    squares = [t, R[0, 0], R[1, 1], R[2, 2]]
-    i = int(np.argmax(squares))
-    if i == 0:
-        s = 2.0 * np.sqrt(1.0 + t)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
-    elif i == 1:
-        s = 2.0 * np.sqrt(1.0 + 2 * R[0, 0] - t)
-        q = [(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
-    elif i == 2:
-        s = 2.0 * np.sqrt(1.0 + 2 * R[1, 1] - t)
-        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s]
-    else:
-        s = 2.0 * np.sqrt(1.0 + 2 * R[2, 2] - t)
-        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return q if q[0] >= 0 else -q
 
 
 def joint_frame_W(axis_W) -> np.ndarray:
