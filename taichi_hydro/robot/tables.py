@@ -126,7 +126,10 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
         urdf_path = base_dir / urdf_path
     if not urdf_path.is_file():
         raise t.error("urdf", f"URDF file not found: {urdf_path}")
-    model = read_urdf(urdf_path)
+    try:
+        model = read_urdf(urdf_path)
+    except SceneError as exc:
+        raise SceneError(f"{source}: {label}: {exc}") from exc
     p_WR, R_WR = _pose_table(t)
     fixed_base = t.boolean("fixed_base", False)
     self_collision = t.boolean("self_collision", False)

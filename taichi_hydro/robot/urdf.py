@@ -194,12 +194,13 @@ class _Element:
         if raw is None:
             return default
         counts = (n,) if isinstance(n, int) else n
+        what = "a number" if counts == (1,) else f"{' or '.join(map(str, counts))} numbers"
         try:
             values = tuple(float(x) for x in raw.split())
         except ValueError:
-            raise self.error(f"attribute '{name}' must be {' or '.join(map(str, counts))} numbers, got {raw!r}") from None
+            raise self.error(f"attribute '{name}' must be {what}, got {raw!r}") from None
         if len(values) not in counts:
-            raise self.error(f"attribute '{name}' must be {' or '.join(map(str, counts))} numbers, got {raw!r}")
+            raise self.error(f"attribute '{name}' must be {what}, got {raw!r}")
         if not all(math.isfinite(v) for v in values):
             raise self.error(f"attribute '{name}' must be finite, got {raw!r}")
         return values
