@@ -282,7 +282,6 @@ def pendulum_by_hand(z0):
     return th.scene_from_dict({"body": bodies, "joint": joints, "solver": {"deterministic": True}}, source="<by hand>")
 
 
-@pytest.mark.launches(4_000)
 def test_urdf_pendulum_moves_as_the_same_pendulum_written_by_hand(arch, tmp_path):
     """Released horizontal, both double pendulums swing for 150 steps (0.15 s, the links fall
     through about 0.35 and 0.45 rad) and keep the same centres of mass, orientations and joint angles.
@@ -292,6 +291,8 @@ def test_urdf_pendulum_moves_as_the_same_pendulum_written_by_hand(arch, tmp_path
     gathered over n steps (the motion is far from chaotic in this short time): n EPS32 (1.8e-5
     m or rad; measured: 2e-7 m, 3e-6 rad), while an inertia left in the inertial's axes or a
     centre of mass left at the link origin changes the angles by more than 1e-3 rad."""
+    if arch != "cpu":
+        pytest.skip("the conversion is host-side and the device steps are test_joints' (lavapipe: ~100 ms a step): cpu only")
     z0, n = 1.0, 150
     pendulum_urdf(tmp_path)
     urdf = robot_scene("pendulum.urdf", tmp_path, extra_robot=f"position = [0.0, 0.0, {z0}]\nfixed_base = true",
@@ -320,13 +321,13 @@ def test_urdf_pendulum_moves_as_the_same_pendulum_written_by_hand(arch, tmp_path
 # ------------------------------------------------------------------------------- gripper
 
 
-@pytest.mark.launches(15_000)
+@pytest.mark.launches(6_000)
 def test_gripper_holds_its_box_with_friction_balancing_the_weight(arch):
     """scenes/gripper.toml: the PD-driven fingers squeeze the compliant box between their
-    compliant pads and it hangs on friction. After 0.1 s of settling, over the next 0.15 s:
-    - the box moves by less than 1 um (at rest within the solver tolerance, 1e-6 m/s x 0.15 s
-      = 1.5e-7 m, plus float32 spacing of its coordinates, 3e-8 m; a slipping box would fall
-      g t^2 / 2 = 0.11 m);
+    compliant pads and it hangs on friction. After 0.05 s of settling, over the next 0.1 s:
+    - the box moves by less than 1 um (at rest within the solver tolerance, 1e-7 m/s x 0.1 s
+      = 1e-8 m, plus float32 spacing of its coordinates, 3e-8 m; a slipping box would fall
+      g t^2 / 2 = 0.05 m);
     - the pads' forces on the box sum to its weight, (0, 0, m g), to 1e-3 N: a sticking
       contact's friction follows the solve's velocity error dv through the tangential
       regularisation R_t = sigma w (w ~ 1/m: 10 /kg, sigma = 1e-3), dv / (sigma w dt) per
@@ -339,9 +340,9 @@ def test_gripper_holds_its_box_with_friction_balancing_the_weight(arch):
     sim = th.Simulator(th.load_scene(ROOT / "scenes" / "gripper.toml"))
     box = sim.scene.body_index("box")
     m = sim.scene.bodies[box].mass
-    sim.step(100)
+    sim.step(50)
     p0 = sim.get_state()["position"][0, box].copy()
-    sim.step(150)
+    sim.step(100)
     drift = float(np.linalg.norm(sim.get_state()["position"][0, box] - p0))
     forces = sim.contact_forces()
     left, right = forces[("box", "gripper/left_finger")], forces[("box", "gripper/right_finger")]
