@@ -76,7 +76,8 @@ COLLISIONS = {  # link: [(name, xyz, rpy, geometry XML)]
     "base": [("plate", [0.0, 0.0, -0.02], [0.0, 0.0, 0.3], '<box size="0.2 0.1 0.04"/>'),
              (None, [0.05, 0.0, 0.03], [1.5707963267948966, 0.0, 0.0], '<cylinder radius="0.02" length="0.06"/>')],
     "arm": [("bone", [0.12, 0.0, 0.0], [0.0, 1.5707963267948966, 0.0], '<capsule radius="0.015" length="0.2"/>')],
-    "slider": [("shell", [0.0, 0.01, 0.0], [0.2, 0.3, -0.4], '<mesh filename="package://kit/meshes/shell.obj" scale="2 1 0.5"/>')],
+    "slider": [("shell", [0.0, 0.01, 0.0], [0.2, 0.3, -0.4],
+                '<mesh filename="package://kit/meshes/shell.obj" scale="2 1 0.5"/>')],
     "wheel": [("rim", [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], '<sphere radius="0.03"/>')],
     "tool": [("tip", [0.01, 0.0, 0.0], [0.0, 0.2, 0.0], '<sphere radius="0.01"/>')],
 }
@@ -360,11 +361,13 @@ def test_gripper_holds_its_box_with_friction_balancing_the_weight(arch):
 
 # ------------------------------------------------------------------------------ errors
 
-GOOD = """<?xml version="1.0"?>
+INERTIA = '<inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/>'
+ARM_INERTIAL = f'<link name="arm"><inertial><mass value="1"/>{INERTIA}</inertial>'
+GOOD = f"""<?xml version="1.0"?>
 <robot name="bad">
-  <link name="base"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
+  <link name="base"><inertial><mass value="1"/>{INERTIA}</inertial>
     <collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
-  <link name="arm"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
+  {ARM_INERTIAL}
     <collision><geometry>GEOMETRY</geometry></collision></link>
   <joint name="elbow" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.2"/>
     <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="3" velocity="1"/></joint>
@@ -382,22 +385,23 @@ BAD_URDFS = [  # (edit of GOOD: (old, new) pairs, fragments the message must hol
     ([('<axis xyz="0 1 0"/>', '<axis xyz="0 0 0"/>')], ["robot.urdf", "joint 'elbow'", "<axis>", "nonzero"]),
     ([('lower="-1" upper="1"', 'lower="1" upper="-1"')], ["robot.urdf", "joint 'elbow'", "<limit>", "lower"]),
     ([('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><mimic joint="other"/>')], ["robot.urdf", "joint 'elbow'", "mimic"]),
-    ([('<link name="arm"><inertial><mass value="1"/>', '<link name="arm"><inertial><mass value="-1"/>')],
+    ([(ARM_INERTIAL, ARM_INERTIAL.replace('value="1"', 'value="-1"'))],
      ["robot.urdf", "link 'arm'", "<mass>", "'value'", ">= 0"]),
-    ([('<link name="arm"><inertial><mass value="1"/><inertia ixx="1e-3"', '<link name="arm"><inertial><mass value="1"/><inertia ixx="5e-3"')],
+    ([(ARM_INERTIAL, ARM_INERTIAL.replace('ixx="1e-3"', 'ixx="5e-3"'))],
      ["robot.urdf", "link 'arm'", "<inertia>", "triangle inequality"]),
-    ([('<link name="arm"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>',
-       '<link name="arm">')], ["robot.urdf", "joint 'elbow'", "'arm'", "no mass", "revolute"]),
-    ([('<inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/>', '<inertia ixx="1e-3" iyy="1e-3" izz="1e-3"/>')],
+    ([(ARM_INERTIAL, '<link name="arm">')], ["robot.urdf", "joint 'elbow'", "'arm'", "no mass", "revolute"]),
+    ([(INERTIA, '<inertia ixx="1e-3" iyy="1e-3" izz="1e-3"/>')],
      ["robot.urdf", "link 'base'", "<inertia>", "'ixy' is required"]),
     ([("GEOMETRY", '<box size="0.1 0.1"/>')], ["robot.urdf", "link 'arm'", "<box>", "'size'", "3 numbers"]),
     ([("GEOMETRY", '<cone radius="1"/>')], ["robot.urdf", "link 'arm'", "cone"]),
     ([('<child link="arm"/>', '<child link="base"/>')], ["robot.urdf", "joint 'elbow'", "same link"]),
     ([('<origin xyz="0 0 0.2"/>', '<origin xyz="0 0 ${h}"/>')], ["robot.urdf", "joint 'elbow'", "xacro"]),
     ([('<robot name="bad">', '<robot name="bad"><link name="spare"/>')], ["robot.urdf", "one tree", "spare"]),
-    ([('<robot name="bad">', '<robot name="bad"><joint name="loop" type="fixed"><parent link="arm"/><child link="base"/></joint>')],
+    ([('<robot name="bad">', '<robot name="bad"><joint name="loop" type="fixed"><parent link="arm"/><child link="base"/>'
+                            '</joint>')],
      ["robot.urdf", "loop"]),
-    ([('<robot name="bad">', '<robot name="bad"><joint name="twice" type="fixed"><parent link="base"/><child link="arm"/></joint>')],
+    ([('<robot name="bad">', '<robot name="bad"><joint name="twice" type="fixed"><parent link="base"/><child link="arm"/>'
+                            '</joint>')],
      ["robot.urdf", "joint 'elbow'", "'arm'", "already the child of joint 'twice'"]),
     ([("<robot ", "<model ")] + [("</robot>", "</model>")], ["scene.toml", "robot 'r'", "robot.urdf", "<model>", "not a URDF"]),
 ]
@@ -457,9 +461,8 @@ def test_more_robot_rules(arch, tmp_path):
     write(tmp_path / "robot.urdf", GOOD.replace("GEOMETRY", SPHERE))
     scene = robot_scene("robot.urdf", tmp_path)  # fixed_base = false: the root 'base' is free
     assert [b.name for b in scene.bodies] == ["r/base", "r/arm"] and [j.name for j in scene.joints] == ["r/elbow"]
-    massless_root = GOOD.replace("GEOMETRY", SPHERE).replace(
-        '<link name="base"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>',
-        '<link name="base">')
+    massless_root = GOOD.replace("GEOMETRY", SPHERE).replace(f'<link name="base"><inertial><mass value="1"/>{INERTIA}</inertial>',
+                                                             '<link name="base">')
     write(tmp_path / "robot.urdf", massless_root)
     with pytest.raises(th.SceneError, match="link 'base'.*root link has no mass.*fixed_base = true"):
         robot_scene("robot.urdf", tmp_path)

@@ -166,10 +166,12 @@ def test_viewer_draws_forces_normals_and_tets_only_when_asked(arch):
 def hinged_links_scene():
     """Four links in a row on a revolute (about y), a prismatic (along x), a ball and a fixed
     joint, no contact."""
-    bodies = [{"name": f"l{i}", "mass": 1.0, "position": [0.3 * i + 0.15, 0.0, 1.0], "shape": {"type": "box", "size": [0.3, 0.04, 0.04]}}
-              for i in range(4)]
-    joints = [{"name": "hinge", "type": "revolute", "parent": "world", "child": "l0", "position": [0.0, 0.0, 1.0], "axis": [0, 1, 0]},
-              {"name": "slide", "type": "prismatic", "parent": "l0", "child": "l1", "position": [0.3, 0.0, 1.0], "axis": [1, 0, 0]},
+    bodies = [{"name": f"l{i}", "mass": 1.0, "position": [0.3 * i + 0.15, 0.0, 1.0],
+               "shape": {"type": "box", "size": [0.3, 0.04, 0.04]}} for i in range(4)]
+    joints = [{"name": "hinge", "type": "revolute", "parent": "world", "child": "l0", "position": [0.0, 0.0, 1.0],
+               "axis": [0, 1, 0]},
+              {"name": "slide", "type": "prismatic", "parent": "l0", "child": "l1", "position": [0.3, 0.0, 1.0],
+               "axis": [1, 0, 0]},
               {"name": "ball", "type": "ball", "parent": "l1", "child": "l2", "position": [0.6, 0.0, 1.0]},
               {"name": "weld", "type": "fixed", "parent": "l2", "child": "l3", "position": [0.9, 0.0, 1.0]}]
     return th.scene_from_dict({"body": bodies, "joint": joints, "collision_filter": [{"bodies": ["l0", "l1", "l2", "l3"]}]},

@@ -343,7 +343,7 @@ def _joint(element: ET.Element, index: int, path: str, links: dict[str, UrdfLink
     if limit is not None:
         effort = limit.number("effort", minimum=0.0) or None  # 0: not given (as many exported files write it)
         limit.number("velocity", minimum=0.0)  # checked, not used
-        if kind in ("revolute", "prismatic") and (limit.element.get("lower") is not None or limit.element.get("upper") is not None):
+        if kind in ("revolute", "prismatic") and any(limit.element.get(k) is not None for k in ("lower", "upper")):
             lower, upper = limit.number("lower", 0.0), limit.number("upper", 0.0)
             if not lower < upper:
                 raise limit.error(f"lower ({lower:g}) must be below upper ({upper:g}); a joint that cannot move is "
