@@ -455,8 +455,10 @@ def test_bad_robot_tables_are_refused_naming_the_robot_and_key(arch, tmp_path, l
 
 
 def test_more_robot_rules(arch, tmp_path):
-    """A floating robot needs a root with mass; an actuator only on a joint that moves; robot
-    names are unique and free of '/'; a scene of robots only needs no [[body]]."""
+    """A floating robot needs a root with mass; an actuator only on a joint that moves;
+    [robot.actuators] gives every moving joint an actuator, [robot.actuator.JOINT] overrides it
+    key by key; robot names are unique and free of '/'; a scene of robots only needs no
+    [[body]]."""
     host_only(arch)
     write(tmp_path / "robot.urdf", GOOD.replace("GEOMETRY", SPHERE))
     scene = robot_scene("robot.urdf", tmp_path)  # fixed_base = false: the root 'base' is free
@@ -469,6 +471,18 @@ def test_more_robot_rules(arch, tmp_path):
     write(tmp_path / "robot.urdf", GOOD.replace("GEOMETRY", SPHERE).replace('type="revolute"', 'type="fixed"'))
     with pytest.raises(th.SceneError, match=r"\[robot.actuator.elbow\].*fixed"):
         robot_scene("robot.urdf", tmp_path, extra_robot='[robot.actuator.elbow]\ntype = "effort"')
+    # [robot.actuators]: defaults for every moving joint, overridden key by key per joint.
+    write(tmp_path / "robot.urdf", GOOD.replace("GEOMETRY", SPHERE).replace("<robot name=\"bad\">", """<robot name="bad">
+      <link name="hand"><inertial><mass value="1"/>""" + INERTIA + """</inertial></link>
+      <joint name="wrist" type="continuous"><parent link="arm"/><child link="hand"/><axis xyz="0 0 1"/></joint>"""))
+    scene = robot_scene("robot.urdf", tmp_path, extra_robot='[robot.actuators]\ntype = "pd"\nkp = 50.0\nkd = 2.0\n'
+                                                          '[robot.actuator.wrist]\nkp = 5.0')
+    actuators = {j.name: j.actuator for j in scene.joints}
+    assert (actuators["r/elbow"].kp, actuators["r/elbow"].kd, actuators["r/elbow"].effort_limit) == (50.0, 2.0, 3.0)
+    assert (actuators["r/wrist"].type, actuators["r/wrist"].kp, actuators["r/wrist"].kd) == ("pd", 5.0, 2.0)
+    assert actuators["r/wrist"].effort_limit == math.inf
+    with pytest.raises(th.SceneError, match=r"joint 'r/\w+': actuator: key 'gain'"):
+        robot_scene("robot.urdf", tmp_path, extra_robot='[robot.actuators]\ntype = "pd"\nkp = 1.0\ngain = 2.0')
     with pytest.raises(th.SceneError, match="robot 'a/b'.*'name'"):
         robot_scene("robot.urdf", tmp_path, name="a/b")
     with pytest.raises(th.SceneError, match="robot name 'r' is used more than once"):

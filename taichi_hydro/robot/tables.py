@@ -15,6 +15,8 @@ The [[robot]] table (README "Robots"):
                   (links not named: rigid, friction 0.5)
   [robot.actuator.JOINT]  the [joint.actuator] keys for that (revolute, continuous or
                   prismatic) joint; effort_limit defaults to the URDF's <limit effort>
+  [robot.actuators]       the same keys for every revolute, continuous and prismatic joint of
+                  the robot; a [robot.actuator.JOINT] table overrides them key by key
 
 What each URDF part becomes, with the robot at its zero configuration placed at the base pose:
 
@@ -135,6 +137,9 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
     self_collision = t.boolean("self_collision", False)
     contacts = _named_tables(t, "contact")
     actuators = _named_tables(t, "actuator")
+    defaults = t.raw("actuators")
+    if defaults is not None and not isinstance(defaults, dict):
+        raise t.error("actuators", f"must be a table of [joint.actuator] keys ([robot.actuators]), got {defaults!r}")
     t.finish()
     where = f"{source}: {label} ({model.path})"
 
@@ -229,8 +234,8 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
                 table["damping"] = joint.damping
             if joint.friction > 0:
                 table["friction"] = joint.friction
-            if joint.name in actuators:
-                actuator = dict(actuators[joint.name])
+            if joint.name in actuators or defaults is not None:
+                actuator = {**(defaults or {}), **actuators.get(joint.name, {})}
                 if joint.effort is not None:
                     actuator.setdefault("effort_limit", joint.effort)
                 table["actuator"] = actuator
