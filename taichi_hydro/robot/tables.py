@@ -46,7 +46,7 @@ from ..errors import SceneError
 from ..rotation import quaternion_from_matrix, rotation_matrices
 from .urdf import UrdfModel, read_urdf
 
-__all__ = ["Robot", "RobotTables", "robot_tables", "FIXED_BASE_JOINT"]
+__all__ = ["Robot", "RobotTables", "robot_tables", "link_frames", "link_owners", "FIXED_BASE_JOINT"]
 
 FIXED_BASE_JOINT = "fixed_base"
 """The name (after ROBOT/) of the joint that welds a fixed-base robot's root link to the world."""
@@ -160,35 +160,62 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
         raise SceneError(f"{where}: joint '{FIXED_BASE_JOINT}': the name is taken by the weld of fixed_base = true; rename "
                          "the URDF joint")
 
-    # Link frames at the zero configuration (X_WL), and which body each link belongs to.
+    X_W = link_frames(model, p_WR, R_WR)
+    owner = link_owners(model, fixed_base, where)
+
+    bodies = _body_tables(name, model, X_W, owner, contacts)
+    joints, joint_names = _joint_tables(name, model, X_W, owner, actuators, defaults)
+    if fixed_base and not model.links[model.root].massless:
+        joints.insert(0, {"name": f"{name}/{FIXED_BASE_JOINT}", "type": "fixed", "parent": "world",
+                          "child": f"{name}/{model.root}", "position": p_WR.tolist()})
+    filters = []
+    if not self_collision and len(bodies) > 1:
+        filters.append({"bodies": [b["name"] for b in bodies]})
+    robot = Robot(name=name, urdf=model.path, links={link: f"{name}/{owner[link]}" for link in model.tree_order},
+                  joints=joint_names, fixed_base=fixed_base)
+    return RobotTables(bodies, joints, filters, robot)
+
+
+def link_frames(model: UrdfModel, p_WR: np.ndarray, R_WR: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """X_WL = (p_WL [m], R_WL) of every link at the zero configuration, the root link's frame at
+    (p_WR, R_WR): a child link's frame is its joint's frame, X_WC = X_WP X_PJ."""
     X_W = {model.root: (p_WR, R_WR)}
+    for link in model.tree_order[1:]:
+        joint = model.parent_joint(link)
+        p_WP, R_WP = X_W[joint.parent]
+        X_W[link] = (p_WP + R_WP @ joint.p_PJ, R_WP @ joint.R_PJ)
+    return X_W
+
+
+def link_owners(model: UrdfModel, fixed_base: bool, where: str) -> dict[str, str]:
+    """The link whose body each link belongs to: itself, or for a massless link on a fixed joint
+    the owner of its parent (module docstring). SceneError for a massless root of a free robot
+    and a massless link on a joint that moves."""
     owner: dict[str, str] = {}
     for link in model.tree_order:
         joint = model.parent_joint(link)
-        if joint is not None:
-            p_WP, R_WP = X_W[joint.parent]
-            X_W[link] = (p_WP + R_WP @ joint.p_PJ, R_WP @ joint.R_PJ)
         massless = model.links[link].massless
-        if joint is None:
-            if massless and not fixed_base:
-                raise SceneError(f"{where}: link '{link}': the root link has no mass (no <inertial>, or mass 0), so it "
-                                 "cannot move freely: give it an <inertial>, or set fixed_base = true")
-            owner[link] = link
-        elif massless:
+        if joint is None and massless and not fixed_base:
+            raise SceneError(f"{where}: link '{link}': the root link has no mass (no <inertial>, or mass 0), so it "
+                             "cannot move freely: give it an <inertial>, or set fixed_base = true")
+        if joint is not None and massless:
             if joint.type != "fixed":
                 raise SceneError(f"{where}: joint '{joint.name}': its child link '{link}' has no mass (no <inertial>, or "
                                  f"mass 0) but the joint is {joint.type}: a moving link needs mass and inertia")
             owner[link] = owner[joint.parent]
         else:
             owner[link] = link
+    return owner
+
+
+def _body_tables(robot: str, model: UrdfModel, X_W: dict, owner: dict[str, str], contacts: dict[str, dict]) -> list[dict]:
+    """One [[body]] table (named ROBOT/LINK) per owning link: pose, mass properties (static when
+    massless: a fixed-base root) and the collision shapes of every link it owns, posed in its
+    frame."""
     merged = {link for link, o in owner.items() if o != link}
     members: dict[str, list[str]] = {}
     for link in model.tree_order:
         members.setdefault(owner[link], []).append(link)
-
-    def body_name(link: str) -> str:
-        return f"{name}/{owner[link]}"
-
     bodies = []
     for link, group in members.items():
         p_WB, R_WB = X_W[link]
@@ -203,7 +230,7 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
                 if member in contacts:
                     geometry["contact"] = dict(contacts[member])
                 geometries.append(geometry)
-        body = {"name": body_name(link), "position": p_WB.tolist(), "orientation": quaternion_from_matrix(R_WB).tolist(),
+        body = {"name": f"{robot}/{link}", "position": p_WB.tolist(), "orientation": quaternion_from_matrix(R_WB).tolist(),
                 "geometry": geometries}
         inertial = model.links[link].inertial
         if model.links[link].massless:
@@ -213,19 +240,21 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
             body.update(type="dynamic", mass=inertial.mass, center_of_mass=inertial.p_LC.tolist(),
                         inertia=[I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])
         bodies.append(body)
+    return bodies
 
-    joints, joint_names = [], {}
-    if fixed_base and not model.links[model.root].massless:
-        joints.append({"name": f"{name}/{FIXED_BASE_JOINT}", "type": "fixed", "parent": "world", "child": body_name(model.root),
-                       "position": p_WR.tolist()})
+
+def _joint_tables(robot: str, model: UrdfModel, X_W: dict, owner: dict[str, str], actuators: dict[str, dict],
+                  defaults: dict | None) -> tuple[list[dict], dict[str, str | None]]:
+    """The [[joint]] tables of the URDF's joints (none for a floating joint or a merged link's
+    fixed joint) at their child link's origin, and the scene joint name of each URDF joint."""
+    joints, names = [], {}
     for joint in model.joints:
-        if joint.child in merged or joint.type == "floating":
-            joint_names[joint.name] = None
+        if owner[joint.child] != joint.child or joint.type == "floating":
+            names[joint.name] = None
             continue
         p_WC, R_WC = X_W[joint.child]
-        table = {"name": f"{name}/{joint.name}", "type": "fixed" if joint.type == "fixed" else
-                 ("prismatic" if joint.type == "prismatic" else "revolute"),
-                 "parent": body_name(joint.parent), "child": body_name(joint.child), "position": p_WC.tolist()}
+        table = {"name": f"{robot}/{joint.name}", "type": {"continuous": "revolute"}.get(joint.type, joint.type),
+                 "parent": f"{robot}/{owner[joint.parent]}", "child": f"{robot}/{joint.child}", "position": p_WC.tolist()}
         if joint.moves:
             table["axis"] = (R_WC @ joint.axis_J).tolist()
             if joint.lower is not None:
@@ -240,11 +269,5 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
                     actuator.setdefault("effort_limit", joint.effort)
                 table["actuator"] = actuator
         joints.append(table)
-        joint_names[joint.name] = table["name"]
-
-    filters = []
-    if not self_collision and len(bodies) > 1:
-        filters.append({"bodies": [b["name"] for b in bodies]})
-    robot = Robot(name=name, urdf=model.path, links={link: body_name(link) for link in model.tree_order},
-                  joints=joint_names, fixed_base=fixed_base)
-    return RobotTables(bodies, joints, filters, robot)
+        names[joint.name] = table["name"]
+    return joints, names
