@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--normals", action="store_true", help="draw the contact polygons' normals (key n)")
     v.add_argument("--forces", action="store_true", help="draw the net contact force of each body pair as an arrow (key f)")
     v.add_argument("--tets", action="store_true", help="draw the compliant bodies' tet meshes as wireframes (key t)")
+    v.add_argument("--joints", action="store_true", help="draw the joint axes at the joint origins (key j)")
     v.add_argument("--size", type=_integer_arg(16, 16384), nargs=2, default=(640, 480), metavar=("W", "H"),
                    help="image size in pixels, each in [16, 16384]")
     b = sub.add_parser("bench", help="benchmarks (source checkout): the options of python -m bench.run, e.g. "
@@ -136,12 +137,12 @@ def _view(args) -> int:
     per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (30 * scene.dt)))
     if args.record is None:
         viewer.view(sim, world=args.world, steps_per_frame=per_frame, patches=not args.no_patches, normals=args.normals,
-                    forces=args.forces, tets=args.tets)
+                    forces=args.forces, tets=args.tets, joints=args.joints)
         return 0
     t0 = time.perf_counter()
     path = viewer.record(sim, args.record, frames=args.frames, steps_per_frame=per_frame, world=args.world,
                          size=tuple(args.size), patches=not args.no_patches, normals=args.normals, forces=args.forces,
-                         tets=args.tets)
+                         tets=args.tets, joints=args.joints)
     print(f"{path}: {args.frames} frame(s), {per_frame} step(s) per frame, t = {sim.time:.3f} s, "
           f"rendered in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

@@ -1,11 +1,12 @@
 """Rotations on the host (NumPy, float64): quaternions (w, x, y, z) to rotation matrices and
-back. The device's counterparts are the ti.func helpers of math3d."""
+back, and URDF's roll-pitch-yaw angles. The device's counterparts are the ti.func helpers of
+math3d."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rotation_matrices", "matrix_to_quat"]
+__all__ = ["rotation_matrices", "quaternion_from_matrix", "rpy_matrix"]
 
 
 def rotation_matrices(q) -> np.ndarray:
@@ -20,8 +21,8 @@ def rotation_matrices(q) -> np.ndarray:
     ], -2)
 
 
-def matrix_to_quat(R) -> np.ndarray:
-    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix (Shepperd's method: the
+def quaternion_from_matrix(R) -> np.ndarray:
+    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix (3, 3) (Shepperd's method: the
     largest of the four squared components is found first, so no division by a small one)."""
     R = np.asarray(R, dtype=np.float64)
     t = np.trace(R)
@@ -42,3 +43,14 @@ def matrix_to_quat(R) -> np.ndarray:
     q = np.array(q)
     q /= np.linalg.norm(q)
     return q if q[0] >= 0 else -q
+
+
+def rpy_matrix(rpy) -> np.ndarray:
+    """Rotation matrix (3, 3) of URDF roll-pitch-yaw angles (r, p, y) [rad]: rotations about the
+    fixed x, y and z axes in that order, R = Rz(y) Ry(p) Rx(r) (the URDF specification's
+    <origin rpy>)."""
+    r, p, y = (float(a) for a in rpy)
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rotation import matrix_to_quat, rotation_matrices
+from ..rotation import quaternion_from_matrix, rotation_matrices
 from ..scene import WORLD, Scene
 from ..types import UNBOUNDED
 
@@ -144,7 +144,7 @@ def build_joint_layout(scene: Scene) -> JointLayout:
             else:
                 p_WB, R_WB = np.asarray(scene.bodies[body].p_WB, np.float64), rotation_matrices(scene.bodies[body].q_WB)
             frames[slot, j, :3] = R_WB.T @ (p_WJ - p_WB)
-            frames[slot + 1, j] = matrix_to_quat(R_WB.T @ R_WJ)
+            frames[slot + 1, j] = quaternion_from_matrix(R_WB.T @ R_WJ)
         rows = _rows(joint)
         actuator = joint.actuator
         joint_i[j] = (JOINT_CODES[joint.type], parent, child, len(row_info), len(rows), len(dof_names), joint.dofs,
