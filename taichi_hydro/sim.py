@@ -341,7 +341,8 @@ class Simulator(WorldAccess):
         self._check_world(world)
         counts = self.collide()
         pool = self.collision.pool.to_numpy(int(counts[3]))
-        return group_surfaces(pool, world, self.model.host)
+        spend_launches(1)
+        return group_surfaces(pool, world, self.model.host, self.collision.pair_deep.to_numpy()[world])
 
     # ----------------------------------------------------------------------------- statistics
 
