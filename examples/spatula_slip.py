@@ -13,7 +13,9 @@ Runs (all from the same closed grasp):
   patches sampled along the way (figure panel 3);
 - the same with one point contact per patch ([solver] contact = "point"): no friction torque
   about the contact normal, so the spatula turns at any grasp force;
-- the study at the other handle resolutions (--resolutions): how much the pitch trace moves.
+- the study at the other handle resolutions (--resolutions): how much the pitch trace moves;
+- the onset of slip at 1, 2 and 4 N under a slowly growing gravity, against the limit torque
+  of the patches (slip_onset, limit_torque).
 
 Writes into --out: spatula_fig10.png (grasp force, pitch, torsional capacity against gravity
 torque), spatula_series.json (every series and summary number), spatula.gif (the grasp with the
@@ -316,8 +318,8 @@ def plot_study(path: Path, runs: dict, mgd: float) -> None:
     ax[0].step(main["time"], main["force"], where="post", color="k")
     ax[0].set(xlabel="time [s]", ylabel="commanded grasp force [N]", title="grasp force (per finger)")
     for name, series in runs.items():
-        style = {"main": dict(color="C0", lw=2), "point": dict(color="C3", ls="--")}.get(name, dict(lw=1))
-        ax[1].plot(series["time"], np.degrees(series["pitch"]), label=series["label"], **style)
+        style = {"main": dict(color="C0", lw=2.5, zorder=3), "point": dict(color="C3", lw=0.6, alpha=0.45, zorder=1)}
+        ax[1].plot(series["time"], np.degrees(series["pitch"]), label=series["label"], **style.get(name, dict(lw=1, zorder=4)))
     ax[1].set(xlabel="time [s]", ylabel="spatula pitch [deg]", title="spatula pitch")
     ax[1].legend(fontsize=7, loc="lower left")
     ax[2].plot(main["capacity_time"], main["capacity"], label="torsional capacity M_max of both patches")
@@ -371,6 +373,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-point", action="store_true", help="skip the point-contact comparison")
     p.add_argument("--no-gif", action="store_true")
     p.add_argument("--no-tactile", action="store_true", help="skip the tactile snapshot figure")
+    p.add_argument("--no-onset", action="store_true", help="skip the slip-onset measurement (slip_onset)")
     p.add_argument("--gif-window", default="4.3,6.3", help="start,end [s] of the GIF")
     p.add_argument("--gif-fps", type=int, default=25)
     args = p.parse_args(argv)
@@ -419,6 +422,9 @@ def main(argv=None) -> int:
             mesh[key] = {"max_abs_pitch_difference_deg": float(diff.max()), "final_pitch_deg": float(np.degrees(series["pitch"][-1])),
                          "mean_contacts": float(np.mean(series["contacts"])), "steps_per_s": series["steps_per_s"]}
     summary["mesh_sensitivity_vs_main"] = mesh
+    if not args.no_onset:
+        onset = slip_onset(scene)
+        summary["slip_onset"] = {k: v for k, v in onset.items() if k != "series"}
     if "point" in runs:
         high = [i for i, f in enumerate(runs["point"]["force"]) if f == HIGH_N and runs["point"]["time"][i] < DUTY * PERIOD_S]
         summary["point_contact"] = {"pitch_after_first_high_phase_deg": float(np.degrees(runs["point"]["pitch"][high[-1]])),

@@ -194,13 +194,15 @@ def test_bad_sensor_arguments_name_what_is_wrong(arch, kwargs, message):
 
 @pytest.mark.launches(600)
 def test_views_follow_the_steps_and_reset_zeroes_only_the_reset_worlds(arch):
-    """Two worlds of the sphere: the torch views (cpu) are the sensor's memory, current after
-    each step; reset(worlds=[1]) zeroes world 1's images and leaves world 0's as they were."""
+    """Two worlds of the sphere: the same images (to float32 round-off: pixels sum in the order
+    threads arrive); the torch views (cpu) are the sensor's memory, current after each step;
+    reset(worlds=[1]) zeroes world 1's images and leaves world 0's as they were."""
     sim = th.Simulator(pad_scene(sphere()), worlds=2)
     sensor = sim.tactile_sensor("pad", grid=(10, 10), face="+z")
     sim.step(1)
     before = sensor.pressure()
-    assert before[0].sum() > 0 and np.array_equal(before[0], before[1])
+    assert before[0].sum() > 0
+    np.testing.assert_allclose(before[1], before[0], rtol=1e-5, atol=1e-6 * before.max())  # float atomics: any order
     sim.reset(worlds=[1])
     after = sensor.pressure()
     assert np.array_equal(after[0], before[0]) and not after[1].any() and not sensor.shear()[1].any()
