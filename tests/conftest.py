@@ -3,6 +3,7 @@ ti.init per process, so kernels compile once and are reused by every test)."""
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -184,15 +185,23 @@ def pytest_runtest_setup(item):
 def pytest_pyfunc_call(pyfuncitem):
     """A test that meets the launch budget after earlier tests used part of it is skipped here
     and its id written to $TH_RERUN_FILE, so scripts/test.sh reruns it in a fresh process; a
-    test that meets it alone is skipped with the reason (it still runs on the cpu backend)."""
+    test that meets it alone is skipped with the reason (it still runs on the cpu backend).
+    With $TH_LAUNCH_REPORT set, each test's kernel launches and seconds (its call, not its
+    fixtures) are appended to that file (tab-separated), to see where a backend's time goes."""
     import taichi_hydro as th
     from taichi_hydro import backend
 
     used_before = backend.launches_made()
+    generation, start = backend.generation(), time.perf_counter()
     try:
         return (yield)
     except th.LaunchBudgetError as exc:
         _skip_for_budget(pyfuncitem.nodeid, used_before, exc)
+    finally:
+        report = os.environ.get("TH_LAUNCH_REPORT")
+        if report and backend.generation() == generation:  # launches counted in one runtime
+            with open(report, "a") as f:
+                f.write(f"{backend.launches_made() - used_before}\t{time.perf_counter() - start:.2f}\t{pyfuncitem.nodeid}\n")
 
 
 _exit_status: list = []
