@@ -507,13 +507,21 @@ def _parse_geometries(t: _Table, label: str, source: str, base_dir: Path | None)
     return (GeometrySpec("geometry0", shape, contact),), True
 
 
-def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+def named_table(data: Any, what: str, index: int, source: str) -> tuple[_Table, str, str]:
+    """(table, name, label) of the index-th [[what]] table: its label ("what 'name'", or
+    "what #index" before the name is known) prefixes every error about it; its name is
+    required and not blank."""
     name = data.get("name") if isinstance(data, dict) else None
-    label = f"body '{name}'" if isinstance(name, str) else f"body #{index}"
+    label = f"{what} '{name}'" if isinstance(name, str) else f"{what} #{index}"
     t = _Table(data, label, source)
     name = t.string("name", required=True)
     if not name.strip():
         raise t.error("name", "must not be empty")
+    return t, name, label
+
+
+def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+    t, name, label = named_table(data, "body", index, source)
     kind = t.string("type", "dynamic", choices=BODY_TYPES)
     geometries, shape_table = _parse_geometries(t, label, source, base_dir)
     mass = t.number("mass", positive=True)
@@ -668,12 +676,7 @@ def _parse_actuator(t: _Table, joint_type: str) -> Actuator:
 
 
 def _parse_joint(data: Any, index: int, source: str, bodies: dict[str, Body]) -> Joint:
-    name = data.get("name") if isinstance(data, dict) else None
-    label = f"joint '{name}'" if isinstance(name, str) else f"joint #{index}"
-    t = _Table(data, label, source)
-    name = t.string("name", required=True)
-    if not name.strip():
-        raise t.error("name", "must not be empty")
+    t, name, label = named_table(data, "joint", index, source)
     kind = t.string("type", required=True, choices=JOINT_TYPES)
     parent = t.string("parent", required=True)
     child = t.string("child", required=True)

@@ -114,13 +114,10 @@ def _geometry_names(model: UrdfModel, members: list[str], merged: set[str]) -> d
 def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> RobotTables:
     """The tables of the index-th [[robot]] of scene file `source` (module docstring). Raises
     SceneError naming the scene file, the robot and the key, or the URDF file, link and joint."""
-    from ..scene import _Table
+    from ..scene import named_table
 
-    name = data.get("name") if isinstance(data, dict) else None
-    label = f"robot '{name}'" if isinstance(name, str) else f"robot #{index}"
-    t = _Table(data, label, source)
-    name = t.string("name", required=True)
-    if not name.strip() or "/" in name:
+    t, name, label = named_table(data, "robot", index, source)
+    if "/" in name:
         raise t.error("name", f"must be a non-empty name without '/' (bodies are named ROBOT/LINK), got {name!r}")
     urdf_name = t.string("urdf", required=True)
     urdf_path = Path(urdf_name)
