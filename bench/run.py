@@ -401,7 +401,7 @@ def markdown_outcomes(rows: list[dict]) -> str:
         if not o:
             continue
         drift = f"{o['drift_m']:.2e}" + (f" ({o['drift_max_m']:.2e})" if "drift_max_m" in o else "") if "drift_m" in o else "-"
-        forces = "; ".join(f"{pair.replace('|', ' on ')}: ({', '.join(f'{x:.3f}' for x in f)})"
+        forces = "; ".join(f"on {pair.split('|')[1]} from {pair.split('|')[0]}: ({', '.join(f'{x:.3f}' for x in f)})"
                            for pair, f in o.get("pair_forces_N", {}).items())
         lines.append(f"| {r['case']} | {r['arch']} | {r['worlds']} | {r['steps']} | {drift} | {forces} |")
     return "\n".join(lines) if len(lines) > 2 else ""
