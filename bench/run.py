@@ -395,12 +395,15 @@ def markdown_dynamics(rows: list[dict]) -> str:
 def markdown_outcomes(rows: list[dict]) -> str:
     """README table of the cases with a probe: the probe body's drift over the timed interval
     and the pairs' contact forces at its end, ours (world 0 of each batch) next to Drake's."""
-    lines = ["| case | backend | worlds | steps | drift [m] (largest over the worlds) | contact forces [N] |", "|---|---|---|---|---|---|"]
+    lines = ["| case | backend | worlds | steps | drift [m] (largest over the worlds) | contact forces [N] |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         o = r.get("outcome")
         if not o:
             continue
-        drift = f"{o['drift_m']:.2e}" + (f" ({o['drift_max_m']:.2e})" if "drift_max_m" in o else "") if "drift_m" in o else "-"
+        drift = "-"
+        if "drift_m" in o:
+            drift = f"{o['drift_m']:.2e}" + (f" ({o['drift_max_m']:.2e})" if "drift_max_m" in o else "")
         forces = "; ".join(f"on {pair.split('|')[1]} from {pair.split('|')[0]}: ({', '.join(f'{x:.3f}' for x in f)})"
                            for pair, f in o.get("pair_forces_N", {}).items())
         lines.append(f"| {r['case']} | {r['arch']} | {r['worlds']} | {r['steps']} | {drift} | {forces} |")
