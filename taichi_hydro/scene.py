@@ -270,10 +270,11 @@ class Joint:
 RIGID_MODULUS = 1e12
 """Default [sim] rigid_modulus [Pa]: the modulus of the compliant twin a rigid geometry gets in
 a pair with another rigid geometry (geometry.twin). Chosen from bench/rigid_modulus.py (README,
-"Rigid-rigid contact"): at 1e12 Pa the contacts of a 100 kg body at dt = 1 ms are in the
-solver's near-rigid regime (the patch floor of contact.assemble sets their stiffness, so the
-motion no longer depends on the modulus), and the twin's pressure gradients (E over its
-half thickness) stay far below the float32 limit on squared gradients (geometry.twin)."""
+"Rigid-rigid contact"): at 1e12 Pa the flat contacts of 1 to 100 kg bodies at dt >= 1 ms are
+in the solver's near-rigid regime (the patch floor of contact.assemble sets their stiffness:
+penetration and motion no longer depend on the modulus or the mass), while the twins'
+pressure gradients, E over their half thickness, stay below the 1e17 Pa/m that float32 can
+square (model.check_supported) for features down to 10 um."""
 
 
 @dataclass(frozen=True)
