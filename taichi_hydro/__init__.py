@@ -9,7 +9,7 @@ _os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "False")
 
 from .backend import ARCHES, current_arch, init, is_initialized
 from .errors import (ArgumentError, BackendError, CapacityError, HydroError, HydroWarning, LaunchBudgetError, MeshError, OutputError,
-                     SceneError)
+                     SceneError, ShardError, ShardWarning)
 from .scene import Body, Contact, GeometrySpec, Scene, Shape, SolverSettings, load_scene, scene_from_dict
 from .sim import Simulator
 from .collision.surfaces import ContactSurface
@@ -38,7 +38,9 @@ __all__ = [
     "BackendError",
     "ArgumentError",
     "OutputError",
+    "ShardError",
     "HydroWarning",
+    "ShardWarning",
     "FROZEN_SPEED",
     "FROZEN_SPIN",
     "FROZEN_POSE",

@@ -15,7 +15,7 @@ from .joint import kernels as jk
 from .checks import range_problem
 from .params import sample_values, scene_parameters
 from .plan import Plan
-from .state import STATE_FIELDS, checked_state, reset_worlds, select_worlds
+from .state import STATE_FIELDS, checked_checkpoint, checked_reset_state, checked_state, reset_worlds, select_worlds
 from .types import FROZEN_REASONS, host_float
 
 __all__ = ["WorldAccess", "live"]
@@ -105,23 +105,51 @@ class WorldAccess:
 
     def _stage_state(self, state: dict | None, selected: np.ndarray) -> dict:
         """Staging arrays of reset: the given rows (n, B) uploaded, the scene's (1, B) otherwise."""
-        state = {} if state is None else state
-        keys = [name for name, _ in STATE_FIELDS]
-        if not isinstance(state, dict):
-            raise SceneError(f"reset: state must be a dict with keys {keys}, got {type(state).__name__}")
-        unknown = sorted(set(state) - set(keys))
-        if unknown:
-            raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
-        checked = {name: checked_state(name, state[name], width, selected, self.body_names, "reset", host_float())
-                   for name, width in STATE_FIELDS if name in state}
+        checked = checked_reset_state(state, selected, self.body_names, host_float())
         if len(selected) == 0:
             return {}
-        return {name: self._upload_rows(checked[name]) if name in checked else self._initial[name] for name in keys}
+        return {name: self._upload_rows(checked[name]) if name in checked else self._initial[name] for name, _ in STATE_FIELDS}
 
     def world_steps(self) -> np.ndarray:
         """(worlds,) int64: steps each world has taken since its last reset (a diverged world is
         frozen but still counts)."""
         return self._world_steps.copy()
+
+    @live
+    def checkpoint(self) -> dict[str, np.ndarray]:
+        """What restore() needs to put every world back where it is now: the state arrays keyed
+        as in get_state, (worlds, bodies, 3|4), as the device stores them (float32 unless
+        th.init(..., precision="f64"); a frozen world's non-finite values too); world_status
+        (worlds,) int32 (see world_status()); world_steps (worlds,) int64. Controls, parameters
+        and the warm start are not included: the caller sets the first two and keeps them
+        (parameters() reads them back); the warm start is the solver's initial guess only."""
+        fields = self.state.fields()
+        spend_launches(len(fields) + 1)
+        out = {name: arr.to_numpy() for name, arr in fields.items()}
+        out["world_status"] = self.state.world_status.to_numpy()
+        out["world_steps"] = self._world_steps.copy()
+        return out
+
+    @live
+    def restore(self, checkpoint: dict, force=None, torque=None) -> None:
+        """Every world as `checkpoint` (checkpoint() of a simulator of this scene and world
+        count) recorded it: state, frozen flags and step counts, the values written as recorded
+        (a frozen world's non-finite state stays frozen). Controls are zero unless force / torque
+        are given (as set_control takes them). As after reset(), each world's next step starts
+        cold (no warm start), its solver statistics are zero, and time, step_count and
+        step_totals() restart from 0; parameters are untouched. Every key, shape and status code
+        is checked before anything is written: SceneError otherwise."""
+        c = checked_checkpoint(checkpoint, self.worlds, len(self.scene.bodies), host_float())
+        every = np.arange(self.worlds)
+        force, torque = (None if v is None else checked_state(name, v, 3, every, self.body_names, "restore", host_float())
+                         for name, v in (("force", force), ("torque", torque)))
+        self.reset()
+        spend_launches(len(STATE_FIELDS) + 1)
+        for name, arr in self.state.fields().items():
+            arr.from_numpy(c[name])
+        self.state.world_status.from_numpy(c["world_status"])
+        self._world_steps[:] = c["world_steps"]
+        self.set_control(force=force, torque=torque)
 
     @live
     def set_state(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
@@ -301,19 +329,50 @@ class WorldAccess:
         return a.to_numpy()[:, : len(self.joint_names)].astype(np.float64)
 
     @live
-    def joint_state(self) -> dict[str, np.ndarray]:
+    def joint_state(self, as_torch: bool = False) -> dict[str, np.ndarray]:
         """Every degree of freedom of every world after the last step, shape (worlds, dofs),
         columns as joint_names: position [rad or m] (0 in the scene's initial state; a revolute
         joint's angle counts whole turns; a ball joint's is the rotation vector of the child's
         joint frame in the parent's), velocity [rad/s or m/s] (a ball joint's: the relative
         angular velocity in the parent's joint frame) and effort [N m or N]: what the joint's
-        actuator, limits, damping and friction applied along it over the step, / dt."""
+        actuator, limits, damping and friction applied along it over the step, / dt.
+        as_torch=True: torch tensor copies (float32, or float64 with precision "f64") on the
+        backend's torch device."""
         if self.joints is None:
-            return {k: np.zeros((self.worlds, 0)) for k in ("position", "velocity", "effort")}
-        spend_launches(3)
+            out = {k: np.zeros((self.worlds, 0)) for k in ("position", "velocity", "effort")}
+        else:
+            spend_launches(3)
+            j = self.joints
+            out = {"position": self._joint_rows(j.joint_q), "velocity": self._joint_rows(j.joint_qd),
+                   "effort": self._joint_rows(j.joint_effort)}
+        if as_torch:
+            torch = interop.torch_module()
+            dtype = torch.float32 if host_float() == np.float32 else torch.float64
+            return {k: torch.tensor(v, dtype=dtype, device=interop.torch_device()) for k, v in out.items()}
+        return out
+
+    def _joint_views(self, arrays: dict) -> dict:
+        if self.joints is None:
+            raise SceneError("the scene has no joints: there is nothing to view")
+        D = len(self.joint_names)
+        return {name: interop.tensor_view(arr)[:, :D] for name, arr in arrays.items()}
+
+    @live
+    def joint_state_tensors(self) -> dict:
+        """Zero-copy torch views (cpu and cuda backends; see state_tensors) of joint_state():
+        position, velocity, effort (worlds, dofs), current after every step. Read-only in
+        meaning: a write is overwritten by the next step's measurement."""
         j = self.joints
-        return {"position": self._joint_rows(j.joint_q), "velocity": self._joint_rows(j.joint_qd),
-                "effort": self._joint_rows(j.joint_effort)}
+        return self._joint_views({"position": j.joint_q, "velocity": j.joint_qd, "effort": j.joint_effort} if j else {})
+
+    @live
+    def joint_control_tensors(self) -> dict:
+        """Zero-copy torch views (cpu and cuda backends; see control_tensors) of the joint
+        controls: target, target_velocity, effort (worlds, dofs). Writing into them in place is
+        set_joint_control without a copy or a check: the next step uses the values (a value
+        for a degree of freedom whose actuator does not use it is ignored); reset() writes the
+        scene's values into the rows of the worlds it resets."""
+        return self._joint_views(self.joints.controls if self.joints else {})
 
     @live
     def joint_forces(self) -> dict[str, np.ndarray]:
@@ -335,7 +394,8 @@ class WorldAccess:
         scene's values): target [rad or m] and target_velocity [rad/s or m/s] of pd actuators,
         effort [N m or N] of effort actuators (the feed-forward effort of pd actuators). A
         value for a degree of freedom whose actuator does not use it must be NaN (or equal
-        the scene's value, e.g. 0). SceneError names the joint, the world and the value."""
+        the scene's value, e.g. 0). SceneError names the joint, the world and the value. Torch
+        tensors are accepted (copied through the host; joint_control_tensors() writes in place)."""
         from .joint.layout import ACT_EFFORT, ACT_PD, J_ACTUATOR
 
         names = self.joint_names
@@ -344,6 +404,8 @@ class WorldAccess:
         for key, value in (("target", target), ("target_velocity", target_velocity), ("effort", effort)):
             if value is None:
                 continue
+            if interop.is_tensor(value):
+                value = value.detach().cpu().numpy()
             try:
                 v = np.array(value, dtype=np.float64)
             except (TypeError, ValueError) as exc:

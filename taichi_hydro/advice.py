@@ -53,13 +53,15 @@ def _gradient(host, g: int) -> float:
     return float(host.geom_modulus[g]) / _half_thickness(host, g)
 
 
-def findings(scene, host, beta: float, relaxation_fraction: float | None) -> list[str]:
+def findings(scene, host, beta: float, relaxation_fraction: float | None, precision: str | None = None) -> list[str]:
     """The messages of every rule of the module docstring that `scene` trips (host: its
-    model.ModelData). relaxation_fraction: 1 - (1 - omega)^n for a Jacobi method, else None."""
+    model.ModelData). relaxation_fraction: 1 - (1 - omega)^n for a Jacobi method, else None.
+    precision: the device float ("f32" | "f64"; default: the current runtime's)."""
     out = []
     g_mag = float(np.linalg.norm(scene.gravity))
     names = [b.name for b in scene.bodies]
-    float_spacing = 2.0**-23 if current_precision() != "f64" else 2.0**-52
+    precision = current_precision() if precision is None else precision
+    float_spacing = 2.0**-23 if precision != "f64" else 2.0**-52
     geom_body = host.geom_i[:, G_BODY]
     for b, body in enumerate(scene.bodies):
         if host.body_kind[b] != BODY_DYNAMIC:
@@ -104,11 +106,11 @@ def findings(scene, host, beta: float, relaxation_fraction: float | None) -> lis
     return out
 
 
-def warn_unlikely(scene, host, options) -> None:
+def warn_unlikely(scene, host, options, precision: str | None = None) -> None:
     """Issue a HydroWarning per finding (see findings) for the scene a Simulator is built on
-    (options: its resolved solver.SolverOptions)."""
+    (options: its resolved solver.SolverOptions; precision: as findings takes it)."""
     fraction = None
     if options.method in ("jacobi", "accelerated"):
         fraction = 1.0 - (1.0 - options.relaxation) ** options.iterations
-    for message in findings(scene, host, options.beta, fraction):
+    for message in findings(scene, host, options.beta, fraction, precision):
         warnings.warn(message, HydroWarning, stacklevel=3)

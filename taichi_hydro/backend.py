@@ -27,7 +27,7 @@ LAUNCH_BUDGET = 24000
 
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
-         profiler: bool = False) -> str:
+         profiler: bool = False, cpu_threads: int | None = None) -> str:
     """Start Taichi on `arch` ("cpu", "vulkan" or "cuda"). Raises BackendError if that backend
     is not available; never falls back to another one. Calling init again with the same
     arguments is a no-op; with different ones it restarts Taichi (every Simulator made before
@@ -36,7 +36,9 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     precision: "f32" (default, every backend) or "f64" (cpu and cuda; Vulkan has no f64
     transcendentals). cache_dir: Taichi offline-cache folder (default $TI_OFFLINE_CACHE_FILE_PATH
     or Taichi's own). profiler: Taichi's kernel profiler (device time per kernel, see
-    bench/profile_kernels.py). Returns the arch name."""
+    bench/profile_kernels.py). cpu_threads: threads of the cpu backend (default: one per core;
+    a process that shares the machine with others, such as a shard of
+    distributed.ShardedSimulator, takes its share). Returns the arch name."""
     import taichi as ti
 
     if arch not in ARCHES:
@@ -45,7 +47,10 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         raise BackendError(f"unknown precision {precision!r}; choose 'f32' or 'f64'")
     if precision == "f64" and arch == "vulkan":
         raise BackendError("precision 'f64' is not available on vulkan; use 'f32'")
-    if _state["arch"] == arch and _state["precision"] == precision and _state.get("profiler", False) == profiler:
+    if cpu_threads is not None and (isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int) or cpu_threads < 1):
+        raise BackendError(f"cpu_threads must be a positive integer or None, got {cpu_threads!r}")
+    if (_state["arch"] == arch and _state["precision"] == precision and _state.get("profiler", False) == profiler
+            and _state.get("cpu_threads") == cpu_threads):
         return arch
     if _state["arch"] is not None:
         _end_runtime()
@@ -59,6 +64,8 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         kernel_profiler=profiler,
         log_level=ti.WARN if quiet else ti.INFO,
     )
+    if cpu_threads is not None:
+        kwargs["cpu_max_num_threads"] = cpu_threads
     if cache_dir:  # otherwise Taichi reads $TI_OFFLINE_CACHE_FILE_PATH itself
         kwargs["offline_cache_file_path"] = cache_dir
     try:
@@ -74,7 +81,10 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         ti.reset()
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi started on {got} instead of {arch!r}")
-    _state.update(arch=arch, precision=precision, profiler=profiler, launch_budget=None, launches=0, generation=_state["generation"] + 1)
+    _state.update(arch=arch, precision=precision, profiler=profiler, cpu_threads=cpu_threads, launch_budget=None, launches=0,
+                  generation=_state["generation"] + 1,
+                  settings=dict(arch=arch, precision=precision, debug=debug, cache_dir=cache_dir, quiet=quiet, profiler=profiler,
+                                cpu_threads=cpu_threads))
     if arch == "vulkan":
         _probe_loop_atomics()
         from .vulkan_info import vulkan_devices
@@ -83,6 +93,17 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         if devices and all(d.is_cpu for d in devices):
             _state["launch_budget"] = LAUNCH_BUDGET
     return arch
+
+
+def restart() -> str:
+    """End the current Taichi runtime and start a new one with the same settings: every
+    Simulator made before becomes invalid, and the new runtime starts with the whole launch
+    budget of a CPU Vulkan driver (LAUNCH_BUDGET: the driver's limit is per runtime). Compiled
+    kernels come back from the offline cache. Returns the arch name."""
+    require_init()
+    settings = _state["settings"]
+    _end_runtime()
+    return init(**settings)
 
 
 # Device-array handles (and compiled graphs) of ended runtimes, kept from being finalised.
@@ -117,7 +138,7 @@ def require_generation(made_in: int, what: str) -> None:
     arguments); its device arrays are gone."""
     require_init()
     if made_in != _state["generation"]:
-        raise BackendError(f"{what} was made before Taichi was restarted (taichi_hydro.init with other arguments); "
+        raise BackendError(f"{what} was made before Taichi was restarted (taichi_hydro.init with other arguments, or restart); "
                            "its device arrays are gone: make a new one")
 
 

@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--record", help="also render world 0 offscreen at 30 frames per simulated second: FILE.gif|.mp4 "
                    "(or .png, the last frame); the run is simulated once")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
+    r.add_argument("--shards", type=_integer_arg(1), help="split the worlds over this many Ray actors, each with its own Taichi "
+                   "runtime (pip install 'taichi-hydro[distributed]'); the summary adds per-shard timing")
+    r.add_argument("--address", help="with --shards: join the running Ray cluster at HOST:PORT ('auto': the one `ray start` "
+                   "made on this machine); default: $RAY_ADDRESS, a cluster started on this machine, else a new local one")
+    r.add_argument("--on-fault", choices=["raise", "restart"], default="raise", help="with --shards: when a shard dies, stop "
+                   "with an error (default) or restart it from the last checkpoint of its worlds and go on")
+    r.add_argument("--checkpoint-every", type=_integer_arg(1), help="with --shards: keep a checkpoint of every world each N "
+                   "steps (one transfer of the state each; default: only the initial state and the --out samples)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
     v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4")
@@ -84,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--normals", action="store_true", help="draw the contact polygons' normals (key n)")
     v.add_argument("--forces", action="store_true", help="draw the net contact force of each body pair as an arrow (key f)")
     v.add_argument("--tets", action="store_true", help="draw the compliant bodies' tet meshes as wireframes (key t)")
+    v.add_argument("--joints", action="store_true", help="draw the joint axes at the joint origins (key j)")
     v.add_argument("--size", type=_integer_arg(16, 16384), nargs=2, default=(640, 480), metavar=("W", "H"),
                    help="image size in pixels, each in [16, 16384]")
     b = sub.add_parser("bench", help="benchmarks (source checkout): the options of python -m bench.run, e.g. "
@@ -128,12 +137,12 @@ def _view(args) -> int:
     per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (30 * scene.dt)))
     if args.record is None:
         viewer.view(sim, world=args.world, steps_per_frame=per_frame, patches=not args.no_patches, normals=args.normals,
-                    forces=args.forces, tets=args.tets)
+                    forces=args.forces, tets=args.tets, joints=args.joints)
         return 0
     t0 = time.perf_counter()
     path = viewer.record(sim, args.record, frames=args.frames, steps_per_frame=per_frame, world=args.world,
                          size=tuple(args.size), patches=not args.no_patches, normals=args.normals, forces=args.forces,
-                         tets=args.tets)
+                         tets=args.tets, joints=args.joints)
     print(f"{path}: {args.frames} frame(s), {per_frame} step(s) per frame, t = {sim.time:.3f} s, "
           f"rendered in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
@@ -164,6 +173,17 @@ def _contact(args) -> int:
     return 0
 
 
+def joint_summary(scene, dof_names: list[str], state: dict) -> dict:
+    """{joint name: {"position", "velocity", "force"}} of world 0 for the run summary: one entry
+    per degree of freedom (none for a fixed joint); force is the effort along it [N m or N]."""
+    out = {}
+    for joint in scene.joints:
+        columns = [dof_names.index(name) for name in joint.dof_names()]
+        out[joint.name] = {key: [float(state[column][0, c]) for c in columns]
+                           for key, column in (("position", "position"), ("velocity", "velocity"), ("force", "effort"))}
+    return out
+
+
 def _run(args) -> int:
     import numpy as np
 
@@ -185,16 +205,20 @@ def _run(args) -> int:
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
         raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
-    th.init(args.arch)
-    sim = th.Simulator(scene, worlds=args.worlds)
+    sim = _simulator(args, scene)
     record = args.out is not None
     frames = {k: [] for k in ("time", "position", "orientation", "velocity", "angular_velocity")}
+    if sim.joint_names:
+        frames.update(joint_position=[], joint_velocity=[], joint_effort=[])
 
     def snapshot():
         state = sim.get_state()
         frames["time"].append(sim.time)
         for k in ("position", "orientation", "velocity", "angular_velocity"):
             frames[k].append(state[k])
+        if sim.joint_names:
+            for k, v in sim.joint_state().items():
+                frames[f"joint_{k}"].append(v)
 
     history = History(sim) if args.plot is not None else None
     images: list = []
@@ -226,6 +250,8 @@ def _run(args) -> int:
     status = sim.world_status()
     if record:
         arrays = {"body_names": np.array(sim.body_names), "dt": scene.dt, **{k: np.array(v) for k, v in frames.items()}}
+        if sim.joint_names:
+            arrays["joint_names"] = np.array(sim.joint_names)
         atomic_write(args.out, lambda tmp: np.savez_compressed(tmp, **arrays))
     summary = {
         "scene": scene.source,
@@ -250,6 +276,11 @@ def _run(args) -> int:
             for i, name in enumerate(sim.body_names)
         },
     }
+    if scene.joints:
+        summary["joints"] = joint_summary(scene, sim.joint_names, sim.joint_state())
+    if args.shards is not None:
+        summary["sharding"] = _sharding_summary(sim, args.address)
+        sim.close()
     if args.summary is not None:
         write_text(args.summary, json.dumps(summary, indent=1) + "\n")
     if history is not None:
@@ -267,6 +298,9 @@ def _run(args) -> int:
             print(f"  {name}: position [{p[0]:.6g}, {p[1]:.6g}, {p[2]:.6g}] m")
         for w, reason in summary["frozen_worlds"].items():
             print(f"  world {w} frozen: {reason}")
+        for shard in summary.get("sharding", {}).get("per_shard", []):
+            print(f"  shard {shard['shard']}: worlds {shard['first_world']}..{shard['first_world'] + shard['worlds'] - 1} on "
+                  f"{shard['host']} (pid {shard['pid']}), stepping {shard['step_s']:.2f} s, {shard['restarts']} restart(s)")
         if record:
             print(f"trajectory written to {args.out}")
         if history is not None:
@@ -274,6 +308,35 @@ def _run(args) -> int:
         if renderer is not None:
             print(f"{len(images)} frame(s) written to {args.record}")
     return 0
+
+
+def _simulator(args, scene):
+    """A Simulator, or with --shards a distributed.ShardedSimulator over Ray (the same batch API;
+    Ray's worker logs are not echoed here, so that stdout stays the JSON summary)."""
+    import taichi_hydro as th
+
+    if args.shards is None:
+        for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every)):
+            if value is not None:
+                raise ArgumentError(f"{option} applies to a sharded run and needs --shards")
+        th.init(args.arch)
+        return th.Simulator(scene, worlds=args.worlds)
+    for option in ("plot", "record"):
+        if getattr(args, option) is not None:
+            raise ArgumentError(f"--{option} draws from a simulator in this process and is not available with --shards")
+    from taichi_hydro.distributed import ShardedSimulator, connect, shard_ranges
+
+    shard_ranges(args.worlds, args.shards)  # a bad --shards fails before Ray starts
+    connect(args.address, log_to_driver=False)
+    return ShardedSimulator(scene, worlds=args.worlds, shards=args.shards, arch=args.arch, on_fault=args.on_fault,
+                            checkpoint_every=args.checkpoint_every)
+
+
+def _sharding_summary(sim, address) -> dict:
+    """The run summary's "sharding" entry: shards, Ray address, step calls and the overhead Ray
+    adds to each, per-shard timing (ShardedSimulator.shard_timings) and faults."""
+    return {"shards": sim.shards, "address": address or "local", **sim.shard_timings(),
+            "faults": [record.summary() for record in sim.faults]}
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

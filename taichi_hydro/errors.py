@@ -1,7 +1,7 @@
 """Exceptions raised by taichi_hydro. Every message names the offending value."""
 
 __all__ = ["HydroError", "SceneError", "MeshError", "CapacityError", "BackendError", "LaunchBudgetError", "BindingError",
-           "ArgumentError", "OutputError", "HydroWarning"]
+           "ArgumentError", "OutputError", "ShardError", "HydroWarning", "ShardWarning"]
 
 
 class HydroError(Exception):
@@ -45,7 +45,26 @@ class OutputError(HydroError, OSError):
     way, no permission, disk full, file-size limit); the previous file at that path is intact."""
 
 
+class ShardError(HydroError, RuntimeError):
+    """A shard of a distributed.ShardedSimulator died (its process was killed, ran out of memory,
+    its node left) or did not answer within its timeout; the message names the shard, the worlds
+    it held and the cause. `shard`, `worlds` (first, stop) and `cause` hold the same."""
+
+    def __init__(self, message: str, shard: int | None = None, worlds: tuple[int, int] | None = None, cause: str = ""):
+        super().__init__(message)
+        self.shard, self.worlds, self.cause = shard, worlds, cause
+
+    def __reduce__(self):  # pickled across processes (Ray) with its fields
+        return type(self), (str(self), self.shard, self.worlds, self.cause)
+
+
 class HydroWarning(UserWarning):
     """A setting is legal but almost surely not meant (a time step that lets bodies sink through
     each other, positions too far out for float32, a relaxation too small to converge); each
     warning names the rule it applies (see taichi_hydro.advice)."""
+
+
+class ShardWarning(UserWarning):
+    """A shard of a distributed.ShardedSimulator died and was restarted from the driver's last
+    checkpoint of its worlds; the warning names the worlds and the steps they lost (also kept in
+    ShardedSimulator.faults)."""

@@ -53,8 +53,8 @@ from .types import BODY_DYNAMIC, BODY_KINDS, G_COMPLIANT, PF_TAU, mat3, vec3, ve
 
 __all__ = [
     "WorldParams", "WorldParameters", "BODY_PARAMETERS", "SAMPLE_KEYS", "scene_parameters", "parse_body_parameter",
-    "parse_gravity", "inverse_mass_inertia", "pressure_scale", "pair_parameters", "sample_values", "reference_geometry",
-    "geometry_values",
+    "parse_gravity", "parse_parameters", "inverse_mass_inertia", "pressure_scale", "pair_parameters", "sample_values",
+    "reference_geometry", "geometry_values",
 ]
 
 # name: (unit, lowest allowed value, strictly above it)
@@ -283,6 +283,25 @@ def pair_parameters(data: ModelData, params: WorldParameters) -> np.ndarray:
                                    geometry_values(data, "modulus", params.modulus))
 
 
+def parse_parameters(data: ModelData, worlds: int, float_type=np.float32, **values) -> dict[str, np.ndarray]:
+    """The given set_parameters values (keys mass, friction, dissipation, modulus, gravity; None
+    is left out) as float64 arrays of shape (worlds, B), gravity (worlds, 3), every one checked
+    before any is returned (parse_body_parameter, parse_gravity; a mass whose inertia the device
+    float cannot hold: check_inverse_inertia). Raises SceneError naming the parameter, body,
+    world and value."""
+    unknown = sorted(set(values) - {*BODY_PARAMETERS, "gravity"})
+    if unknown:
+        raise SceneError(f"set_parameters: unknown parameter {unknown[0]!r}; choose from {[*BODY_PARAMETERS, 'gravity']}")
+    parsed = {name: parse_body_parameter(name, values[name], data, worlds, float_type)
+              for name in ("mass", "friction", "dissipation", "modulus") if values.get(name) is not None}
+    if "mass" in parsed:
+        inv_mass, inv_inertia = inverse_mass_inertia(data, parsed["mass"])
+        check_inverse_inertia(data, inv_mass, inv_inertia, float_type, "set_parameters: mass")
+    if values.get("gravity") is not None:
+        parsed["gravity"] = parse_gravity(values["gravity"], worlds, float_type)
+    return parsed
+
+
 def _checked_range(key: str, value) -> tuple[float, float]:
     try:
         lo, hi = (float(x) for x in value)
@@ -379,13 +398,11 @@ class WorldParams:
     def set(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
         """Parse every value first (SceneError naming the parameter, body, world and value),
         then apply them (see Simulator.set_parameters)."""
-        parsed = {name: parse_body_parameter(name, value, self.data, self.worlds, self._float)
-                  for name, value in (("mass", mass), ("friction", friction), ("dissipation", dissipation), ("modulus", modulus))
-                  if value is not None}
-        g = parse_gravity(gravity, self.worlds, self._float) if gravity is not None else None
+        parsed = parse_parameters(self.data, self.worlds, self._float, mass=mass, friction=friction, modulus=modulus,
+                                  dissipation=dissipation, gravity=gravity)
+        g = parsed.pop("gravity", None)
         if "mass" in parsed:
             inv_mass, inv_inertia = inverse_mass_inertia(self.data, parsed["mass"])
-            check_inverse_inertia(self.data, inv_mass, inv_inertia, self._float, "set_parameters: mass")
         for name, value in parsed.items():
             setattr(self.values, name, value)
         if g is not None:

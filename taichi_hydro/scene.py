@@ -1,6 +1,7 @@
-"""Scene description: TOML files (../CONTRACT, and the README's "Scene files" for the keys
-added since: [[body.geometry]], inertia, center_of_mass) or dicts, validated into plain
-dataclasses.
+"""Scene description: TOML files (../CONTRACT, and the README's "Scene files" and "Robots" for
+the keys added since: [[body.geometry]], inertia, center_of_mass, [[robot]]) or dicts, validated
+into plain dataclasses. A [[robot]] table becomes bodies, joints and a collision filter
+(robot.tables) validated with the hand-written ones.
 
 Every error is a SceneError that names the source file, the body, the geometry (of a
 [[body.geometry]] table) and the key."""
@@ -68,7 +69,9 @@ class Contact:
     """Contact material of a body's geometry.
 
     hydro: "compliant" or "rigid". modulus: hydroelastic modulus E [Pa] (compliant only).
-    resolution: target edge length of curved meshes [m]. slab_thickness: depth H over which a
+    resolution: target edge length of curved meshes, and of the tets a compliant non-convex mesh
+    is filled with (geometry/tetrahedralize.py; None: a quarter of its smallest bounding-box
+    side) [m]. slab_thickness: depth H over which a
     compliant half-space reaches E [m]. margin: hydroelastic margin delta [m] (compliant only).
     dissipation: Hunt-Crossley d [s/m]. relaxation_time: Kelvin-Voigt time scale tau [s] (Drake's
     "relaxation_time"; a pair adds its two values). friction: Coulomb coefficient mu [-]."""
@@ -294,6 +297,9 @@ class Scene:
     source: str = "<scene>"
     collision_filters: tuple[frozenset, ...] = ()
     joints: tuple["Joint", ...] = ()
+    robots: tuple = ()
+    """The [[robot]] tables' records (robot.tables.Robot: link -> body and URDF joint -> joint
+    names); their bodies and joints are in `bodies` and `joints`."""
     rigid_modulus: float = RIGID_MODULUS
 
     def filtered(self, a: str, b: str) -> bool:
@@ -518,13 +524,21 @@ def _parse_geometries(t: _Table, label: str, source: str, base_dir: Path | None)
     return (GeometrySpec("geometry0", shape, contact),), True
 
 
-def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+def named_table(data: Any, what: str, index: int, source: str) -> tuple[_Table, str, str]:
+    """(table, name, label) of the index-th [[what]] table: its label ("what 'name'", or
+    "what #index" before the name is known) prefixes every error about it; its name is
+    required and not blank."""
     name = data.get("name") if isinstance(data, dict) else None
-    label = f"body '{name}'" if isinstance(name, str) else f"body #{index}"
+    label = f"{what} '{name}'" if isinstance(name, str) else f"{what} #{index}"
     t = _Table(data, label, source)
     name = t.string("name", required=True)
     if not name.strip():
         raise t.error("name", "must not be empty")
+    return t, name, label
+
+
+def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+    t, name, label = named_table(data, "body", index, source)
     kind = t.string("type", "dynamic", choices=BODY_TYPES)
     geometries, shape_table = _parse_geometries(t, label, source, base_dir)
     mass = t.number("mass", positive=True)
@@ -602,9 +616,13 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
     st.finish()
     raw_bodies = top.raw("body", [])
-    if not isinstance(raw_bodies, list) or not raw_bodies:
-        raise SceneError(f"{source}: the scene needs at least one [[body]]")
+    if not isinstance(raw_bodies, list):
+        raise SceneError(f"{source}: [[body]] must be an array of tables")
     base = Path(base_dir) if base_dir is not None else None
+    robots = _robot_tables(top.raw("robot", []), source, base)
+    raw_bodies = raw_bodies + [b for r in robots for b in r.bodies]
+    if not raw_bodies:
+        raise SceneError(f"{source}: the scene needs at least one [[body]] (or [[robot]])")
     bodies = tuple(_parse_body(b, i, source, base) for i, b in enumerate(raw_bodies))
     names = [b.name for b in bodies]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -614,6 +632,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     raw_filters = top.raw("collision_filter", [])
     if not isinstance(raw_filters, list):
         raise SceneError(f"{source}: [[collision_filter]] must be an array of tables")
+    raw_filters = raw_filters + [f for r in robots for f in r.filters]
     for i, f in enumerate(raw_filters):
         ft = _Table(f, f"collision_filter #{i}", source)
         listed = ft.raw("bodies")
@@ -624,13 +643,33 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
                 raise ft.error("bodies", f"no body named {name!r}")
         ft.finish()
         filters.append(frozenset(listed))
-    joints = _parse_joints(top.raw("joint", []), bodies, source)
+    raw_joints = top.raw("joint", [])
+    if not isinstance(raw_joints, list):
+        raise SceneError(f"{source}: [[joint]] must be an array of tables")
+    joints = _parse_joints(raw_joints + [j for r in robots for j in r.joints], bodies, source)
     if joints and solver.method not in ("auto", "newton"):
         raise st.error("method", f"the scene has joints, which only method \"newton\" solves (got {solver.method!r}; "
                                  "\"auto\" picks newton for scenes with joints)")
     top.finish()
     return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters),
-                 joints=joints, rigid_modulus=rigid_modulus)
+                 joints=joints, robots=tuple(r.robot for r in robots), rigid_modulus=rigid_modulus)
+
+
+def _robot_tables(raw: Any, source: str, base_dir: Path | None) -> list:
+    """The tables each [[robot]] adds (robot.tables.RobotTables), in file order; robot names
+    must be unique."""
+    if not isinstance(raw, list):
+        raise SceneError(f"{source}: [[robot]] must be an array of tables")
+    if not raw:
+        return []
+    from .robot.tables import robot_tables  # the robot package reads this module's tables
+
+    robots = [robot_tables(r, i, source, base_dir) for i, r in enumerate(raw)]
+    names = [r.robot.name for r in robots]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise SceneError(f"{source}: robot name '{dup}' is used more than once; names must be unique")
+    return robots
 
 
 def _parse_actuator(t: _Table, joint_type: str) -> Actuator:
@@ -655,12 +694,7 @@ def _parse_actuator(t: _Table, joint_type: str) -> Actuator:
 
 
 def _parse_joint(data: Any, index: int, source: str, bodies: dict[str, Body]) -> Joint:
-    name = data.get("name") if isinstance(data, dict) else None
-    label = f"joint '{name}'" if isinstance(name, str) else f"joint #{index}"
-    t = _Table(data, label, source)
-    name = t.string("name", required=True)
-    if not name.strip():
-        raise t.error("name", "must not be empty")
+    t, name, label = named_table(data, "joint", index, source)
     kind = t.string("type", required=True, choices=JOINT_TYPES)
     parent = t.string("parent", required=True)
     child = t.string("child", required=True)

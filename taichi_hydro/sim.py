@@ -103,7 +103,9 @@ class Simulator(WorldAccess):
         return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, host_float()),
                 "collision": collision, "rows": ContactRows(W, B, P, capacity), "warm": WarmStartTable(W, P, capacity),
                 "solver": SolverData(self.options, W, B, capacity), "bilateral": bilateral, "joints": joints,
-                "_saved_state": State(W, B).arrays()}  # a chunk's start state (step restores it after a pool overflow)
+                "_saved_state": State(W, B).arrays(),  # a chunk's start state (step restores it after a pool overflow)
+                # ... and the step before it's counts, which the chunk's first step adds to stat_sums (track_counts)
+                "_saved_counts": {"world_start": ti.ndarray(ti.i32, W + 1), "world_iterations": ti.ndarray(ti.i32, W)}}
 
     def _check_memory(self, capacities: Capacities | None, containers: dict | None = None) -> None:
         """CapacityError when the batch needs more memory than the backend holds
@@ -233,16 +235,24 @@ class Simulator(WorldAccess):
             out.update(joint_q=self.joints.joint_q, joint_fresh=self.joints.joint_fresh, b_gamma=self.bilateral.b_gamma)
         return out
 
+    def _counted(self) -> dict:
+        """The arrays of the step before that track_counts adds to stat_sums."""
+        return {"world_start": self.rows.world_start, "world_iterations": self.solver.world_iterations}
+
     def _save(self) -> None:
         for name, arr in self._chunk_arrays().items():
             if name not in self._saved_state:  # the joints' arrays (scalar): a copy made on first use
                 self._saved_state[name] = ti.ndarray(arr.dtype, arr.shape)
             self._saved_state[name].copy_from(arr)
+        for name, arr in self._counted().items():
+            self._saved_counts[name].copy_from(arr)
         self.warm.save()
 
     def _restore(self) -> None:
         for name, arr in self._chunk_arrays().items():
             arr.copy_from(self._saved_state[name])
+        for name, arr in self._counted().items():
+            arr.copy_from(self._saved_counts[name])
         self.warm.restore()
 
     @live

@@ -7,12 +7,16 @@ import taichi as ti
 
 from .checks import range_problem, unrepresentable
 from .errors import SceneError
-from .types import nd, vec3, vec4
+from .types import FROZEN_REASONS, nd, vec3, vec4
 
-__all__ = ["State", "Control", "STATE_FIELDS", "select_worlds", "checked_state", "reset_worlds"]
+__all__ = ["State", "Control", "STATE_FIELDS", "CHECKPOINT_KEYS", "select_worlds", "checked_state", "checked_reset_state",
+           "checked_checkpoint", "reset_worlds"]
 
 STATE_FIELDS = (("position", 3), ("orientation", 4), ("velocity", 3), ("angular_velocity", 3))
 """get_state / set_state keys and their widths, in the order of State.BODY_ARRAYS."""
+
+CHECKPOINT_KEYS = (*(name for name, _ in STATE_FIELDS), "world_status", "world_steps")
+"""Keys of Simulator.checkpoint()."""
 
 
 class State:
@@ -109,6 +113,53 @@ def checked_state(name: str, value, width: int, world_ids: np.ndarray, body_name
             raise SceneError(f"{caller}: {name} of body '{body_names[b]}' in world {world_ids[i]} has zero norm")
         v = v / norm
     return v
+
+
+def checked_reset_state(state: dict | None, selected: np.ndarray, body_names: list[str], float_type=np.float32) -> dict:
+    """The rows of reset(worlds, state) that `state` gives, checked (checked_state: float64,
+    quaternions normalised), keyed as in get_state; keys not given are left out. SceneError for
+    a state that is not a dict, an unknown key or a bad row."""
+    state = {} if state is None else state
+    keys = [name for name, _ in STATE_FIELDS]
+    if not isinstance(state, dict):
+        raise SceneError(f"reset: state must be a dict with keys {keys}, got {type(state).__name__}")
+    unknown = sorted(set(state) - set(keys))
+    if unknown:
+        raise SceneError(f"reset: unknown state key {unknown[0]!r}; choose from {keys}")
+    return {name: checked_state(name, state[name], width, selected, body_names, "reset", float_type)
+            for name, width in STATE_FIELDS if name in state}
+
+
+def checked_checkpoint(checkpoint, worlds: int, bodies: int, float_type=np.float32) -> dict:
+    """A checkpoint (Simulator.checkpoint()) for restore: every key of CHECKPOINT_KEYS, state
+    arrays of shape (worlds, bodies, 3|4) as contiguous `float_type` (values as recorded, not
+    checked for finiteness: a frozen world may hold NaN), world_status (worlds,) int32 with
+    codes 0 or types.FROZEN_REASONS, world_steps (worlds,) int64 >= 0. SceneError otherwise."""
+    if not isinstance(checkpoint, dict):
+        raise SceneError(f"restore: checkpoint must be a dict (Simulator.checkpoint()), got {type(checkpoint).__name__}")
+    missing, unknown = sorted(set(CHECKPOINT_KEYS) - set(checkpoint)), sorted(set(checkpoint) - set(CHECKPOINT_KEYS))
+    if missing or unknown:
+        raise SceneError(f"restore: checkpoint keys must be {list(CHECKPOINT_KEYS)}; "
+                         + (f"missing {missing[0]!r}" if missing else f"unknown {unknown[0]!r}"))
+    out = {}
+    for name, width in STATE_FIELDS:
+        v = np.asarray(checkpoint[name])
+        if v.shape != (worlds, bodies, width) or not np.issubdtype(v.dtype, np.floating):
+            raise SceneError(f"restore: {name} must be a float array of shape {(worlds, bodies, width)}, got {v.dtype} {v.shape}")
+        out[name] = np.ascontiguousarray(v, dtype=float_type)
+    for name, dtype in (("world_status", np.int32), ("world_steps", np.int64)):
+        v = np.asarray(checkpoint[name])
+        if v.shape != (worlds,) or not np.issubdtype(v.dtype, np.integer):
+            raise SceneError(f"restore: {name} must be an integer array of shape ({worlds},), got {v.dtype} {v.shape}")
+        out[name] = np.ascontiguousarray(v, dtype=dtype)
+    bad = ~np.isin(out["world_status"], [0, *FROZEN_REASONS])
+    if bad.any():
+        w = int(np.flatnonzero(bad)[0])
+        raise SceneError(f"restore: world_status of world {w} is {int(out['world_status'][w])}, not 0 or a code of "
+                         "FROZEN_REASONS")
+    if np.any(out["world_steps"] < 0):
+        raise SceneError(f"restore: world_steps of world {int(np.flatnonzero(out['world_steps'] < 0)[0])} is negative")
+    return out
 
 
 @ti.kernel

@@ -25,7 +25,7 @@ from .rotation import rotation_matrices
 from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "write_frames", "tet_edges", "arrow_segments", "view",
-           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles"]
+           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles", "joint_axis_segments"]
 
 # Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
 _MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
@@ -34,6 +34,7 @@ _GROUND_COLOR = (0.42, 0.45, 0.48)
 _NORMAL_COLOR = (0.10, 0.25, 0.85)
 _FORCE_COLOR = (0.55, 0.0, 0.55)
 _TET_COLOR = (0.25, 0.25, 0.25)
+_JOINT_COLOR = (0.95, 0.45, 0.0)
 FORMATS = (".png", ".gif", ".mp4")  # what record() writes: the last frame, or an animation
 
 
@@ -179,7 +180,7 @@ class Renderer:
     """Draws one world of a Simulator into a GGUI scene and canvas."""
 
     def __init__(self, sim, world: int = 0, patches: bool = True, normals: bool = False, forces: bool = False,
-                 tets: bool = False):
+                 tets: bool = False, joints: bool = False):
         if not 0 <= world < sim.worlds:
             raise SceneError(f"world must be in [0, {sim.worlds - 1}], got {world}")
         self.sim = sim
@@ -188,7 +189,8 @@ class Renderer:
         self.normals = normals  # polygon normals at the centroids (out of body A into body B)
         self.forces = forces    # net contact force per body pair, at its patch centroid
         self.tets = tets        # edges of the compliant bodies' tet meshes
-        self._lines = {k: _Lines() for k in ("normals", "forces", "tets")}
+        self.joints = joints    # joint axes at the joint origins
+        self._lines = {k: _Lines() for k in ("normals", "forces", "tets", "joints")}
         host = sim.model.host
         geom_body = host.geom_body  # geometries are drawn at their body's pose
         # The scene's geometries (the compliant twins of rigid ones, geometry.twin, are not drawn).
@@ -270,6 +272,8 @@ class Renderer:
             self._lines["forces"].draw(scene, self.force_segments(surfaces), _FORCE_COLOR, 3.0)
         if self.tets:
             self._lines["tets"].draw(scene, self.tet_segments(state), _TET_COLOR, 1.0)
+        if self.joints:
+            self._lines["joints"].draw(scene, self.joint_segments(state), _JOINT_COLOR, 3.0)
         canvas.scene(scene)
         if self.patches:
             self._draw_colour_bar(canvas)
@@ -321,6 +325,12 @@ class Renderer:
         segs = [(v @ R[i].T + state["position"][self.world, i])[edges] for i, v, edges in self._tet_edges]
         return np.concatenate(segs) if segs else np.zeros((0, 2, 3))
 
+    def joint_segments(self, state: dict) -> np.ndarray:
+        """(k, 2, 3): each revolute or prismatic joint's axis, and a ball joint's three frame
+        axes, as segments through the joint origin (on the child body, at its pose in this world),
+        20 % of the scene size long; fixed joints have no axis and are not drawn."""
+        return joint_axis_segments(self.sim.joint_layout, state, self.world, 0.2 * self.radius)
+
     def overlay_lines(self, steps_per_s: float | None = None) -> list[str]:
         stats = self.sim.solver_stats()
         lines = [
@@ -334,6 +344,29 @@ class Renderer:
         if steps_per_s is not None:
             lines.append(f"{steps_per_s:.0f} steps/s")
         return lines
+
+
+def joint_axis_segments(layout, state: dict, world: int, length: float) -> np.ndarray:
+    """(k, 2, 3) world segments [m] of the joints of a joint.JointLayout (None: no joints) at the
+    poses of `state` (get_state()) in `world`: a revolute or prismatic joint's axis (the z axis of
+    its frame J on the child, p_WJ = p_WC + R_WC p_CJ), or a ball joint's three axes of J,
+    centred on the joint origin, `length` long. Fixed joints give none."""
+    from .joint.layout import BALL, FIXED, J_CHILD, J_TYPE
+
+    if layout is None or layout.count == 0:
+        return np.zeros((0, 2, 3))
+    child = layout.joint_i[:, J_CHILD]
+    R_WC = rotation_matrices(state["orientation"][world, child])
+    p_WJ = state["position"][world, child] + np.einsum("jab,jb->ja", R_WC, layout.joint_p_CJ)
+    R_WJ = R_WC @ rotation_matrices(layout.joint_q_CJ)
+    segments = []
+    for j, kind in enumerate(layout.joint_i[:, J_TYPE]):
+        if kind == FIXED:
+            continue
+        for k in (range(3) if kind == BALL else (2,)):
+            half = 0.5 * length * R_WJ[j, :, k]
+            segments.append([p_WJ[j] - half, p_WJ[j] + half])
+    return np.array(segments, dtype=np.float64).reshape(-1, 2, 3)
 
 
 def _window(size, show: bool):
@@ -401,10 +434,10 @@ class Viewer:
     world coloured by pressure when `patches`). Raises ViewerError without a Vulkan driver."""
 
     def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True, normals: bool = False,
-                 forces: bool = False, tets: bool = False):
+                 forces: bool = False, tets: bool = False, joints: bool = False):
         self.sim = sim
         self.size = checked_size(size)
-        self.renderer = Renderer(sim, world, patches, normals, forces, tets)
+        self.renderer = Renderer(sim, world, patches, normals, forces, tets, joints)
         self.window = _offscreen_window(self.size)
         self.scene, self.camera = _setup(self.window, self.renderer, self.renderer.camera_position())
         self.canvas = self.window.get_canvas()
@@ -447,7 +480,8 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
            patches: bool = True, fps: int = 30, **shown) -> Path:
     """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
     each frame after the first, and write them to `path` (.png: the last frame; .gif; .mp4,
-    which needs imageio-ffmpeg). `shown`: normals, forces, tets (see Renderer). Returns the path."""
+    which needs imageio-ffmpeg). `shown`: normals, forces, tets, joints (see Renderer). Returns
+    the path."""
     path = check_output(path, FORMATS, "--record", create_folder=True)
     frames = integer(frames, "frames", 1)
     steps_per_frame = integer(steps_per_frame, "steps_per_frame", 0)
@@ -500,8 +534,8 @@ def has_display() -> bool:
 
 def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patches: bool = True, **shown) -> None:
     """Live window. Keys: space pause/run, s single step, r reset, p patches on/off, n normals,
-    f force arrows, t tet-mesh wireframe, [ and ] previous/next world, Esc quit; right mouse
-    drag orbits, WASDQE moves the camera."""
+    f force arrows, t tet-mesh wireframe, j joint axes, [ and ] previous/next world, Esc quit;
+    right mouse drag orbits, WASDQE moves the camera."""
     import taichi as ti
 
     if not has_display():
@@ -525,8 +559,8 @@ def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patche
                 sim.step(1)
             elif e.key == "r":
                 sim.reset()
-            elif e.key in ("p", "n", "f", "t"):
-                flag = {"p": "patches", "n": "normals", "f": "forces", "t": "tets"}[e.key]
+            elif e.key in ("p", "n", "f", "t", "j"):
+                flag = {"p": "patches", "n": "normals", "f": "forces", "t": "tets", "j": "joints"}[e.key]
                 setattr(renderer, flag, not getattr(renderer, flag))
             elif e.key in ("[", "]"):
                 renderer.world = (renderer.world + (1 if e.key == "]" else -1)) % sim.worlds

@@ -3,6 +3,7 @@ ti.init per process, so kernels compile once and are reused by every test)."""
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,15 @@ def arch(request):
     # TH_DEBUG=1: Taichi's debug mode (bounds-checked indexing, kernel asserts); slow.
     th.init(name, debug=os.environ.get("TH_DEBUG") == "1")
     return name
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _mesh_cache(tmp_path_factory):
+    """Tetrahedralised meshes are cached on disk (taichi_hydro.diskcache): the suite keeps its
+    entries in a folder of its own, never in the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TAICHI_HYDRO_CACHE", str(tmp_path_factory.mktemp("taichi_hydro_cache")))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -122,6 +132,11 @@ def sphere_plane_force(R, E, depth):
     return 2 * np.pi * E * ((R * R - h * h) / 2 - (R**3 - h**3) / (3 * R))
 
 
+UNMARKED_SHARE = 3
+"""On lavapipe, a test without a launches(n) marker starts in a runtime with at least 1/3 of the
+launch budget left (else the runtime is restarted first)."""
+
+
 def _defer_to_fresh_process(nodeid: str) -> bool:
     """Write the test's id to $TH_RERUN_FILE (scripts/test.sh reruns those in fresh processes)."""
     rerun = os.environ.get("TH_RERUN_FILE")
@@ -141,23 +156,24 @@ def _skip_for_budget(nodeid: str, used_before: int, exc: Exception) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
-    """Mesa's lavapipe limits the kernel launches of a process (backend.LAUNCH_BUDGET). A test
-    marked launches(n) (its count on the cpu backend, where it is the same) is skipped if n
-    exceeds the budget, and deferred to a fresh process at once if n does not fit in what is
-    left, instead of running until it meets the limit. A fixture that meets the limit while
-    setting a test up (a Simulator built for it) defers or skips it as the test itself would."""
+    """Mesa's lavapipe limits the kernel launches of a Taichi runtime (backend.LAUNCH_BUDGET). A
+    test marked launches(n) (its count on the cpu backend, where it is the same) is skipped if n
+    exceeds the budget; when n (a third of the budget for an unmarked test) does not fit in what
+    is left, the runtime is restarted in this process first (backend.restart), instead of
+    running until it meets the limit. A test or fixture that still meets the limit defers or
+    skips it as before (scripts/test.sh reruns deferred tests in fresh processes)."""
     import taichi_hydro as th
     from taichi_hydro import backend
 
     budget = backend.launch_budget() if backend.is_initialized() else None
     marker = item.get_closest_marker("launches")
-    if budget is not None and marker is not None:
-        need, used = marker.args[0], backend.launches_made()
+    if budget is not None:
+        need, used = (marker.args[0] if marker is not None else budget // UNMARKED_SHARE), backend.launches_made()
         if need > budget:
-            pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per process "
+            pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per runtime "
                         "(backend.LAUNCH_BUDGET); it runs on the cpu backend and on GPU drivers")
-        if used > 0 and used + need > budget and _defer_to_fresh_process(item.nodeid):
-            pytest.skip(f"{item.nodeid}: lavapipe launch budget used up by earlier tests: rerun in a fresh process")
+        if used > 0 and used + need > budget:
+            backend.restart()  # a fresh runtime, with the whole budget (kernels from the offline cache)
     used_before = backend.launches_made()
     try:
         return (yield)
@@ -169,15 +185,23 @@ def pytest_runtest_setup(item):
 def pytest_pyfunc_call(pyfuncitem):
     """A test that meets the launch budget after earlier tests used part of it is skipped here
     and its id written to $TH_RERUN_FILE, so scripts/test.sh reruns it in a fresh process; a
-    test that meets it alone is skipped with the reason (it still runs on the cpu backend)."""
+    test that meets it alone is skipped with the reason (it still runs on the cpu backend).
+    With $TH_LAUNCH_REPORT set, each test's kernel launches and seconds (its call, not its
+    fixtures) are appended to that file (tab-separated), to see where a backend's time goes."""
     import taichi_hydro as th
     from taichi_hydro import backend
 
     used_before = backend.launches_made()
+    generation, start = backend.generation(), time.perf_counter()
     try:
         return (yield)
     except th.LaunchBudgetError as exc:
         _skip_for_budget(pyfuncitem.nodeid, used_before, exc)
+    finally:
+        report = os.environ.get("TH_LAUNCH_REPORT")
+        if report and backend.generation() == generation:  # launches counted in one runtime
+            with open(report, "a") as f:
+                f.write(f"{backend.launches_made() - used_before}\t{time.perf_counter() - start:.2f}\t{pyfuncitem.nodeid}\n")
 
 
 _exit_status: list = []

@@ -319,6 +319,55 @@ def test_reset_selected_worlds_only(arch):
         assert_state_equal(sim.get_state(), initial, w)
 
 
+def test_checkpoint_and_restore(arch):
+    """restore(checkpoint()) puts state, frozen flags (a world frozen by an absurd speed, one
+    given a NaN pose) and step counts back bit for bit, with the given controls, and restarts
+    the clock; two simulators restored from one checkpoint then step alike bit for bit
+    (deterministic mode; both start cold). A bad checkpoint or control is refused before
+    anything is written."""
+    W = 3
+
+    def make():
+        return th.Simulator(scene([ground(friction=0.5), ball(radius=0.05, z=0.048, velocity=[0.5, 0.0, -0.2])],
+                                  solver={"deterministic": True}, dt=1e-3), worlds=W)
+
+    a = make()
+    state = a.get_state()
+    state["velocity"][1, 1] = [0.0, 0.0, -5e4]
+    a.set_state(velocity=state["velocity"])
+    a.step(10)
+    cp = a.checkpoint()
+    assert cp["world_status"].tolist() == [0, th.FROZEN_SPEED, 0] and cp["world_steps"].tolist() == [10] * W
+    cp["position"][2, 1] = np.nan
+    cp["world_status"][2] = th.FROZEN_POSE
+    a.step(5)
+    force = np.zeros((W, 2, 3))
+    force[0, 1] = [0.3, 0.0, 0.0]
+    a.restore(cp, force=force)
+    got = a.checkpoint()
+    for key in cp:
+        assert np.array_equal(got[key], cp[key], equal_nan=True), key
+    assert a.time == 0.0 and a.step_count == 0
+    b = make()
+    b.restore(cp, force=force)
+    a.step(5)
+    b.step(5)
+    sa, sb = a.checkpoint(), b.checkpoint()
+    for key in cp:
+        assert np.array_equal(sa[key], sb[key], equal_nan=True), key
+    assert sa["world_status"].tolist() == [0, th.FROZEN_SPEED, th.FROZEN_POSE] and sa["world_steps"].tolist() == [15] * W
+    assert not np.array_equal(sa["position"][0], cp["position"][0])
+    for bad, match in [({**cp, "world_steps": cp["world_steps"][:2]}, r"world_steps must be an integer array of shape \(3,\)"),
+                       ({k: v for k, v in cp.items() if k != "velocity"}, "missing 'velocity'"),
+                       ({**cp, "world_status": np.array([0, 0, 9])}, "world_status of world 2 is 9")]:
+        with pytest.raises(th.SceneError, match=match):
+            b.restore(bad)
+    with pytest.raises(th.SceneError, match="restore: force of body 'ground' in world 0 is not finite"):
+        b.restore(cp, force=np.full((W, 2, 3), np.nan))
+    for key, value in b.checkpoint().items():
+        assert np.array_equal(value, sb[key], equal_nan=True), f"{key} changed by a refused restore"
+
+
 # --------------------------------------------------------------------------- bad inputs
 
 

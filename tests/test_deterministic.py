@@ -127,3 +127,4 @@ def test_pools_growing_mid_run_change_nothing(arch, polygons):
     assert tiny.collision.caps.polygons > polygons
     assert tiny.collision.growths > ample.collision.growths  # counted: the bench reports them as pool_overflows
     assert_bitwise_equal(a, b, "grown pools")
+    assert tiny.step_totals() == ample.step_totals()  # a rerun chunk counts the step before it, not the aborted attempt

@@ -170,3 +170,39 @@ def test_a_view_that_misses_the_array_is_refused(torch_sim, monkeypatch):
         np.testing.assert_array_equal(value, before[name])
     views = sim.state_tensors()
     np.testing.assert_array_equal(views["velocity"].cpu().numpy(), before["velocity"].astype(np.float32))
+
+
+def test_joint_views_and_tensor_controls_act_like_set_joint_control(arch):
+    """joint_control_tensors() written in place acts as set_joint_control with the same values
+    (bit for bit), and so does set_joint_control given a tensor; joint_state_tensors() is
+    joint_state() after every step; reset writes the scene's targets into the views' rows."""
+    torch = pytest.importorskip("torch")
+    from test_joints import rotor
+
+    scene_dict = {"body": [rotor(radius=0.1, mass=2.0)],
+                  "joint": [{"name": "spin", "type": "revolute", "parent": "world", "child": "rotor", "position": [0, 0, 1.0],
+                             "axis": [0, 0, 1], "actuator": {"type": "pd", "kp": 5.0, "kd": 0.5, "target": 0.2}}]}
+    a, b, c = (th.Simulator(th.scene_from_dict(scene_dict), worlds=2) for _ in range(3))
+    targets = np.array([[0.5], [-1.0]])
+    a.set_joint_control(target=targets)
+    b.set_joint_control(target=torch.tensor(targets, dtype=torch.float32))
+    if th.current_arch() == "vulkan":
+        with pytest.raises(th.SceneError, match="use get_state"):
+            c.joint_control_tensors()
+        return
+    views = c.joint_control_tensors()
+    views["target"][:, 0] = torch.tensor(targets[:, 0], dtype=views["target"].dtype)
+    for sim in (a, b, c):
+        sim.step(30)
+    expected = a.joint_state()
+    for sim in (b, c):
+        for key, value in sim.joint_state().items():
+            np.testing.assert_array_equal(value, expected[key])
+    measured = c.joint_state_tensors()
+    np.testing.assert_array_equal(measured["position"].cpu().numpy(), expected["position"].astype(np.float32))
+    c.step(1)
+    np.testing.assert_array_equal(measured["position"].cpu().numpy(), c.joint_state()["position"].astype(np.float32))
+    c.reset(worlds=[1])
+    np.testing.assert_allclose(views["target"][:, 0].cpu().numpy(), [0.5, 0.2], rtol=1e-7)
+    copies = c.joint_state(as_torch=True)
+    assert copies["position"].shape == (2, 1)

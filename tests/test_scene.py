@@ -181,23 +181,6 @@ def test_bad_surface_meshes_are_refused_at_build(tmp_path, arch, defect, fragmen
     assert "body 'part'" in msg and "'shape.file'" in msg and fragment in msg and "part.obj" in msg
 
 
-def test_nonconvex_compliant_mesh_asks_for_tetmesh(tmp_path, arch):
-    """An L-shaped prism is closed but not convex: a compliant mesh shape must be convex."""
-    outline = [(0, 0), (2, 0), (2, 1), (1, 1), (1, 2), (0, 2)]
-    n = len(outline)
-    v = [(x, y, z) for z in (0.0, 1.0) for x, y in outline]
-    faces = []
-    for i in range(n):
-        j = (i + 1) % n
-        faces += [(i, j, n + j), (i, n + j, n + i)]
-    cap = [(0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5)]  # counter-clockwise seen from +z
-    faces += [(a, c, b) for a, b, c in cap] + [(n + a, n + b, n + c) for a, b, c in cap]
-    _obj(tmp_path / "ell.obj", v, faces)
-    scene = th.load_scene(mesh_scene(tmp_path, "mesh", "ell.obj", "modulus = 1e5"))
-    with pytest.raises(th.SceneError, match="not convex.*tetmesh"):
-        th.Simulator(scene)
-
-
 def test_inverted_tet_in_vtk_is_refused(tmp_path, arch):
     mesh = prim.compliant_box((0.1, 0.1, 0.1), 1e5)
     tets = mesh.tets.copy()

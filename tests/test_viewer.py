@@ -161,3 +161,59 @@ def test_viewer_draws_forces_normals_and_tets_only_when_asked(arch):
     assert added("normals", viewer._NORMAL_COLOR) > 10
     assert added("tets", viewer._TET_COLOR) > 10
     assert "largest pair force" in " ".join(v.renderer.overlay_lines()) or not v.renderer.forces
+
+
+def hinged_links_scene():
+    """Four links in a row on a revolute (about y), a prismatic (along x), a ball and a fixed
+    joint, no contact."""
+    bodies = [{"name": f"l{i}", "mass": 1.0, "position": [0.3 * i + 0.15, 0.0, 1.0],
+               "shape": {"type": "box", "size": [0.3, 0.04, 0.04]}} for i in range(4)]
+    joints = [{"name": "hinge", "type": "revolute", "parent": "world", "child": "l0", "position": [0.0, 0.0, 1.0],
+               "axis": [0, 1, 0]},
+              {"name": "slide", "type": "prismatic", "parent": "l0", "child": "l1", "position": [0.3, 0.0, 1.0],
+               "axis": [1, 0, 0]},
+              {"name": "ball", "type": "ball", "parent": "l1", "child": "l2", "position": [0.6, 0.0, 1.0]},
+              {"name": "weld", "type": "fixed", "parent": "l2", "child": "l3", "position": [0.9, 0.0, 1.0]}]
+    return th.scene_from_dict({"body": bodies, "joint": joints, "collision_filter": [{"bodies": ["l0", "l1", "l2", "l3"]}]},
+                              source="<links>")
+
+
+def test_joint_axis_segments_follow_the_child_bodies(arch):
+    """Segments centred on each joint origin along its axis (a ball joint: its three frame axes;
+    a fixed joint: none), carried by the child body: turning the hinge's child by 0.5 rad about
+    z (about its centre) turns the hinge's axis by that rotation and moves its origin with it."""
+    if arch != "cpu":
+        pytest.skip("host-side geometry: checked in the cpu session")
+    from taichi_hydro.joint import build_joint_layout
+
+    scene = hinged_links_scene()
+    layout = build_joint_layout(scene)
+    state = {"position": np.array([[b.p_WB for b in scene.bodies]]), "orientation": np.array([[b.q_WB for b in scene.bodies]])}
+    segments = viewer.joint_axis_segments(layout, state, 0, 0.2)
+    assert segments.shape == (5, 2, 3)  # hinge, slide, the ball's three axes
+    np.testing.assert_allclose(segments.mean(axis=1), [[0, 0, 1.0], [0.3, 0, 1.0], [0.6, 0, 1.0], [0.6, 0, 1.0], [0.6, 0, 1.0]],
+                               atol=1e-15)
+    np.testing.assert_allclose(segments[0, 1] - segments[0, 0], [0, 0.2, 0], atol=1e-15)
+    np.testing.assert_allclose(segments[1, 1] - segments[1, 0], [0.2, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(np.abs(segments[2:, 1] - segments[2:, 0]), 0.2 * np.eye(3), atol=1e-15)
+    a = 0.5
+    state["orientation"][0, 0] = [np.cos(a / 2), 0, 0, np.sin(a / 2)]
+    turned = viewer.joint_axis_segments(layout, state, 0, 0.2)
+    np.testing.assert_allclose(turned[0, 1] - turned[0, 0], 0.2 * np.array([-np.sin(a), np.cos(a), 0]), atol=1e-15)
+    # The hinge's origin is 0.15 m behind l0's centre, on l0: it turns with l0 about that centre.
+    np.testing.assert_allclose(turned[0].mean(axis=0), [0.15 - 0.15 * np.cos(a), -0.15 * np.sin(a), 1.0], atol=1e-15)
+    np.testing.assert_allclose(turned[1:], segments[1:], atol=0)  # the other children did not move
+    assert viewer.joint_axis_segments(None, state, 0, 0.2).shape == (0, 2, 3)
+
+
+def test_viewer_draws_joint_axes_only_when_asked(arch):
+    """Joint axes (orange) add pixels of their colour only when switched on."""
+    sim = th.Simulator(hinged_links_scene())
+    try:
+        v = viewer.Viewer(sim, size=(240, 180), patches=False)
+    except viewer.ViewerError as exc:
+        pytest.skip(f"no GGUI here: {exc}")
+    near = lambda im: np.abs(im.astype(int) - np.array(viewer._JOINT_COLOR) * 255).max(axis=2) < 40  # noqa: E731
+    plain = near(v.render())
+    v.renderer.joints = True
+    assert int(np.count_nonzero(near(v.render()) & ~plain)) > 10

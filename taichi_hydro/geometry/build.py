@@ -18,6 +18,7 @@ from . import primitives as prim
 from .mass import UnitMassProperties, posed_props, box_props, capsule_props, cylinder_props, ellipsoid_props, sphere_props, surface_props
 from .mesh import TetMesh, TriMesh, boundary_faces
 from .meshfile import compliant_convex, distance_field_tetmesh, is_convex, load_surface, load_tetmesh
+from .tetrahedralize import compliant_from_surface
 
 __all__ = ["Geometry", "build_geometry", "body_geometries", "compliant_primitive", "posed", "PRIMITIVES", "TETMESH", "TRIMESH",
            "HALFSPACE"]
@@ -143,12 +144,10 @@ def _build_file(shape: Shape, contact: Contact) -> Geometry:
         mass = surface_props(surface)
         if not contact.compliant:
             return Geometry(TRIMESH, False, None, surface, 0.0, 0.0, 0.0, mass)
-        if not is_convex(surface):
-            raise MeshError(
-                f"{shape.file} is not convex; a compliant mesh shape must be convex (its field is a fan from the "
-                "centroid). For a non-convex compliant body, give a tetrahedral mesh: shape type \"tetmesh\" with a .vtk file"
-            )
-        tets = compliant_convex(surface, E, contact.margin).validate(f"convex mesh {shape.file}")
+        if is_convex(surface):
+            tets = compliant_convex(surface, E, contact.margin).validate(f"convex mesh {shape.file}")
+        else:
+            tets = compliant_from_surface(surface, E, contact.resolution, contact.margin, what=f"mesh file {shape.file}")
         return Geometry(TETMESH, True, tets, tets.surface(), E, 0.0, contact.margin, mass)
     vertices, tets, pressure = load_tetmesh(shape.file)
     vertices = vertices * scale

@@ -13,6 +13,8 @@ __all__ = ["TetMesh", "TriMesh", "tet_signed_volumes", "tet_pressure_gradients",
 
 # A tet whose volume is below this fraction of (its longest edge)^3 is degenerate.
 _DEGENERATE_TET_RATIO = 1e-12
+# A closed surface enclosing less than this fraction of (its bounding box's largest side)^3 is flat.
+_FLAT_VOLUME_RATIO = 1e-9
 
 
 def tet_signed_volumes(vertices: np.ndarray, tets: np.ndarray) -> np.ndarray:
@@ -184,6 +186,10 @@ class TriMesh:
             n = int(np.sum(ucounts == 1))
             raise MeshError(f"{what}: open mesh: {n} boundary edge(s), e.g. edge ({a}, {b}) belongs to one triangle only")
         vol = self.volume()
-        if vol <= 0:
-            raise MeshError(f"{what}: enclosed volume is {vol:.3e} m^3; triangles must be counter-clockwise seen from outside")
+        if abs(vol) <= _FLAT_VOLUME_RATIO * scale**3:
+            raise MeshError(f"{what}: degenerate: enclosed volume is {vol:.3e} m^3 for a bounding box of {scale:.3g} m; "
+                            "a closed surface must enclose a solid")
+        if vol < 0:
+            raise MeshError(f"{what}: inverted: enclosed volume is {vol:.3e} m^3; triangles must be counter-clockwise seen "
+                            "from outside (reverse their vertex order)")
         return self

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import ConvexHull
+from scipy.spatial import ConvexHull, cKDTree
 
 from ..errors import MeshError
 from .mesh import TetMesh, TriMesh, boundary_faces, tet_signed_volumes
@@ -21,6 +21,7 @@ __all__ = [
     "is_convex",
     "compliant_convex",
     "distance_to_surface",
+    "distance_extent",
     "distance_field_tetmesh",
 ]
 
@@ -151,23 +152,52 @@ def compliant_convex(surface: TriMesh, modulus: float, margin: float = 0.0) -> T
     return TetMesh(vertices, tets, extent_to_pressure(modulus, extent))
 
 
-def distance_to_surface(points: np.ndarray, surface_vertices: np.ndarray, triangles: np.ndarray, chunk: int = 256) -> np.ndarray:
-    """Unsigned distance from each point to a triangle soup [m] (exact point-triangle distance,
-    Ericson's region tests, vectorised over triangles)."""
+def distance_to_surface(points: np.ndarray, surface_vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Unsigned distance from each point (P, 3) to a triangle soup [m], shape (P,): exact
+    point-triangle distances (Ericson's region tests), evaluated only against the triangles that
+    can be closest. A surface point q (a vertex or a triangle centroid) bounds the distance from
+    above, d(p) <= |p - q|; a triangle whose centroid m lies farther from p than that bound plus
+    the triangle's radius about m (the farthest of its vertices) cannot be closer, so only the
+    triangles within that ball are tested (a k-d tree finds them)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    if len(points) == 0:
+        return np.zeros(0)
     a = surface_vertices[triangles[:, 0]]
     b = surface_vertices[triangles[:, 1]]
     c = surface_vertices[triangles[:, 2]]
-    ab, ac, bc = b - a, c - a, c - b
+    centroid = (a + b + c) / 3.0
+    radius = np.sqrt(np.max([((x - centroid) ** 2).sum(axis=1) for x in (a, b, c)], axis=0))
+    on_surface = np.vstack([surface_vertices[np.unique(triangles)], centroid])
+    bound, _ = cKDTree(on_surface).query(points)
+    reach = bound + radius.max() * (1.0 + 1e-12)
+    tree = cKDTree(centroid)
+    counts = tree.query_ball_point(points, reach, return_length=True)
+    total = np.concatenate([[0], np.cumsum(counts)])
     out = np.empty(len(points))
-    for start in range(0, len(points), chunk):
-        p = points[start : start + chunk, None, :]
-        closest = _closest_on_triangles(p, a, b, c, ab, ac, bc)
-        out[start : start + chunk] = np.sqrt(((p - closest) ** 2).sum(axis=2).min(axis=1))
+    start = 0
+    while start < len(points):  # chunks of at most _PAIRS_PER_CHUNK (point, triangle) pairs, at least one point
+        stop = max(start + 1, int(np.searchsorted(total, total[start] + _PAIRS_PER_CHUNK, side="right")) - 1)
+        lists = tree.query_ball_point(points[start:stop], reach[start:stop])
+        n = counts[start:stop]
+        tri = np.fromiter((t for hits in lists for t in hits), dtype=np.int64, count=int(n.sum()))
+        owner = np.repeat(np.arange(stop - start), n)
+        p = points[start:stop][owner]
+        ta, tb, tc = a[tri], b[tri], c[tri]
+        d2 = ((p - _closest_on_triangles(p, ta, tb, tc, tb - ta, tc - ta, tc - tb)) ** 2).sum(axis=1)
+        best = np.full(stop - start, np.inf)
+        np.minimum.at(best, owner, d2)
+        out[start:stop] = np.sqrt(best)
+        start = stop
     return out
 
 
+_PAIRS_PER_CHUNK = 1 << 18
+"""(point, triangle) pairs distance_to_surface evaluates at once (about 100 MB of temporaries)."""
+
+
 def _closest_on_triangles(p, a, b, c, ab, ac, bc):
-    """Closest point on each triangle to each point p (broadcast (P,1,3) against (T,3))."""
+    """Closest point on triangle (a, b, c) to p, elementwise over matching (K, 3) rows (or any
+    shapes that broadcast); ab, ac, bc are the edge vectors b - a, c - a, c - b."""
     ap = p - a
     d1 = (ab * ap).sum(-1)
     d2 = (ac * ap).sum(-1)
@@ -202,29 +232,57 @@ def _closest_on_triangles(p, a, b, c, ab, ac, bc):
     return result
 
 
-def distance_field_tetmesh(vertices: np.ndarray, tets: np.ndarray, modulus: float) -> TetMesh:
-    """Pressure E * d / d_max from the distance d to the mesh boundary (Elandt 2019 §VI-A). Tets
-    with all four vertices on the boundary would have a zero gradient: each is split into four
-    at its centroid (which lies inside, so it gets a positive pressure)."""
+def distance_extent(vertices: np.ndarray, tets: np.ndarray) -> tuple[TetMesh, float, int]:
+    """The extent field e = d / d_max of a positively oriented tet mesh, d the distance to the
+    mesh's boundary [m] and d_max its largest value at a vertex (Elandt 2019 §VI-A): returns
+    (mesh with pressure = e in [0, 1], d_max [m], number of tets with four boundary vertices).
+
+    A tet whose four vertices have the same e has a zero gradient: with all four on the
+    boundary (e = 0), or straddling a ridge of the field (two vertices at depth d on either side
+    of a mid-plane). Each such tet is split into four at its centroid, which gets its own
+    distance (a different one: the distance field has no flat spot), so that every tet has a
+    gradient; the new vertex lies strictly inside the old tet, so neighbours stay conforming."""
     faces = boundary_faces(tets)
     on_boundary = np.zeros(len(vertices), dtype=bool)
     on_boundary[np.unique(faces)] = True
     flat = np.all(on_boundary[tets], axis=1)
-    if np.any(flat):
-        centroids = vertices[tets[flat]].mean(axis=1)
-        ids = len(vertices) + np.arange(len(centroids))
-        vertices = np.vstack([vertices, centroids])
-        local = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
-        split = np.concatenate([np.column_stack([ids, tets[flat][:, f]]) for f in local])
-        tets = np.vstack([tets[~flat], split])
-        negative = tet_signed_volumes(vertices, tets) < 0
-        tets[negative] = tets[negative][:, [0, 2, 1, 3]]
-        on_boundary = np.concatenate([on_boundary, np.zeros(len(centroids), dtype=bool)])
-    distance = np.zeros(len(vertices))
+    vertices, tets = _split_at_centroids(vertices, tets, flat)
+    on_boundary = np.concatenate([on_boundary, np.zeros(len(vertices) - len(on_boundary), dtype=bool)])
     interior = np.flatnonzero(~on_boundary)
     if len(interior) == 0:
         raise MeshError("tet mesh has no interior vertex: cannot build a distance-to-boundary pressure field")
+    distance = np.zeros(len(vertices))
     distance[interior] = distance_to_surface(vertices[interior], vertices, faces)
+    d = distance[tets]
+    ridge = (d.max(axis=1) - d.min(axis=1)) <= 1e-12 * distance.max()
+    if np.any(ridge):
+        count = len(vertices)
+        vertices, tets = _split_at_centroids(vertices, tets, ridge)
+        distance = np.concatenate([distance, distance_to_surface(vertices[count:], vertices, faces)])
     if np.any(tet_signed_volumes(vertices, tets) <= 0):
-        raise MeshError("splitting boundary tets produced an inverted tet")
-    return TetMesh(vertices, tets, extent_to_pressure(modulus, distance / distance.max()))
+        raise MeshError("splitting tets at their centroids produced an inverted tet")
+    d_max = float(distance.max())
+    return TetMesh(vertices, tets, distance / d_max), d_max, int(flat.sum())
+
+
+def _split_at_centroids(vertices: np.ndarray, tets: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each tet where `mask` is set replaced by four joining its centroid (appended to the
+    vertices) to its faces, positively oriented; the other tets kept in order, first."""
+    if not np.any(mask):
+        return vertices, tets
+    centroids = vertices[tets[mask]].mean(axis=1)
+    ids = len(vertices) + np.arange(len(centroids))
+    vertices = np.vstack([vertices, centroids])
+    local = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+    split = np.concatenate([np.column_stack([ids, tets[mask][:, f]]) for f in local])
+    tets = np.vstack([tets[~mask], split])
+    negative = tet_signed_volumes(vertices, tets) < 0
+    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
+    return vertices, tets
+
+
+def distance_field_tetmesh(vertices: np.ndarray, tets: np.ndarray, modulus: float) -> TetMesh:
+    """Pressure E * e with the extent e of distance_extent (distance to the boundary over its
+    maximum; tets with four boundary vertices split at their centroids)."""
+    mesh, _, _ = distance_extent(vertices, tets)
+    return TetMesh(mesh.vertices, mesh.tets, extent_to_pressure(modulus, mesh.pressure))

@@ -26,8 +26,8 @@ Which side gets the twin (choose_twin):
    g ~ E / L: its float32 round-off is about 1e-7 L, so the smaller geometry measures the
    (tiny) penetration of a near-rigid contact best; a small twin on a large surface also
    has few tets in contact. Equal balls: the geometry listed first.
-3. A shape that cannot take a twin: a half-space (rule 1) and, until the tetrahedraliser
-   lands (nonconvex_twin), a non-convex surface mesh. A half-space against such a mesh becomes
+3. A shape that cannot take a twin: a half-space (rule 1) and, until twins use the
+   tetrahedraliser (nonconvex_twin), a non-convex surface mesh. A half-space against such a mesh becomes
    a compliant slab (slab-triangle pair) of thickness H = the mesh's smallest half extent
    (slab_thickness), so that its gradient E / H is the one a twin of the mesh would have.
    Two geometries neither of which can take a twin make no pair: model.check_supported
@@ -98,10 +98,11 @@ def slab_twin(modulus: float, thickness: float) -> Geometry:
 
 def nonconvex_twin(surface: TriMesh, modulus: float, resolution: float | None) -> TetMesh:
     """The compliant twin of a closed non-convex surface (frame B) of modulus E [Pa]. The one
-    place that will call the tetrahedraliser (geometry.tetrahedralize.compliant_from_surface,
-    branch `tetra`) once it is on main; until then such a surface takes no twin."""
-    raise NoTwin("a non-convex surface mesh, whose compliant twin needs the tetrahedraliser, which this version does "
-                 "not have")
+    place that is to call the tetrahedraliser (geometry.tetrahedralize.compliant_from_surface,
+    which compliant non-convex meshes use) for twins; until that switch such a surface takes no
+    twin."""
+    raise NoTwin("a non-convex surface mesh, whose compliant twin needs the tetrahedraliser, which twins do not use "
+                 "yet")
 
 
 def twin_geometry(side: Side, modulus: float) -> Geometry:

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..rotation import quaternion_from_matrix, rotation_matrices
 from ..scene import WORLD, Scene
 from ..types import UNBOUNDED
 
-__all__ = ["JointLayout", "build_joint_layout", "joint_frame_W", "quat_to_matrix", "matrix_to_quat", "JOINT_CODES",
+__all__ = ["JointLayout", "build_joint_layout", "joint_frame_W", "JOINT_CODES",
            "ROW_LINEAR", "ROW_ANGULAR", "ROW_LIMIT_LOWER", "ROW_LIMIT_UPPER", "ROW_DAMPING", "ROW_FRICTION", "ROW_ACTUATOR",
            "ACT_NONE", "ACT_EFFORT", "ACT_PD", "AXIS_ROWS"]
 
@@ -48,38 +49,6 @@ J_TYPE, J_PARENT, J_CHILD, J_ROW_START, J_ROW_COUNT, J_DOF_START, J_DOF_COUNT, J
 # joint_f columns: lower and upper limit [rad or m] (-+types.UNBOUNDED when none), damping,
 # friction, kp, kd, effort limit (types.UNBOUNDED when none).
 JF_LOWER, JF_UPPER, JF_DAMPING, JF_FRICTION, JF_KP, JF_KD, JF_EFFORT_LIMIT = range(7)
-
-
-def quat_to_matrix(q) -> np.ndarray:
-    """Rotation matrix of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def matrix_to_quat(R) -> np.ndarray:
-    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix (Shepperd's method: the
-    largest of the four squared components is found first, so no division by a small one)."""
-    R = np.asarray(R, dtype=np.float64)
-    t = np.trace(R)
-    squares = [t, R[0, 0], R[1, 1], R[2, 2]]
-    i = int(np.argmax(squares))
-    if i == 0:
-        s = 2.0 * np.sqrt(1.0 + t)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
-    elif i == 1:
-        s = 2.0 * np.sqrt(1.0 + 2 * R[0, 0] - t)
-        q = [(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
-    elif i == 2:
-        s = 2.0 * np.sqrt(1.0 + 2 * R[1, 1] - t)
-        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s]
-    else:
-        s = 2.0 * np.sqrt(1.0 + 2 * R[2, 2] - t)
-        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return q if q[0] >= 0 else -q
 
 
 def joint_frame_W(axis_W) -> np.ndarray:
@@ -173,9 +142,9 @@ def build_joint_layout(scene: Scene) -> JointLayout:
             if body < 0:
                 p_WB, R_WB = np.zeros(3), np.eye(3)
             else:
-                p_WB, R_WB = np.asarray(scene.bodies[body].p_WB, np.float64), quat_to_matrix(scene.bodies[body].q_WB)
+                p_WB, R_WB = np.asarray(scene.bodies[body].p_WB, np.float64), rotation_matrices(scene.bodies[body].q_WB)
             frames[slot, j, :3] = R_WB.T @ (p_WJ - p_WB)
-            frames[slot + 1, j] = matrix_to_quat(R_WB.T @ R_WJ)
+            frames[slot + 1, j] = quaternion_from_matrix(R_WB.T @ R_WJ)
         rows = _rows(joint)
         actuator = joint.actuator
         joint_i[j] = (JOINT_CODES[joint.type], parent, child, len(row_info), len(rows), len(dof_names), joint.dofs,
