@@ -28,7 +28,14 @@ class ContactSurface:
     (directional pressure gradients [Pa/m], inf on a rigid side), `geometry_a`, `geometry_b`
     (the name of the geometry of body_a and of body_b each polygon lies on), `element_a`,
     `element_b` (tet or triangle index within that geometry's mesh; 0 for a half-space) are
-    arrays."""
+    arrays.
+
+    A pair of two rigid geometries is computed with the compliant twin of one of them
+    (geometry.twin): its polygons name the geometry the twin stands for, their element is a
+    tet of the twin, and their pressures are the twin's field (rigid_modulus times depth over
+    the twin's half thickness). Such a contact is near-rigid: the solver caps its stiffness
+    (contact.assemble), so force here is the twin's static force at the current overlap, not
+    the force the step applies (Simulator.pair_forces)."""
 
     body_a: str
     body_b: str
