@@ -233,6 +233,18 @@ def annulus_file(tmp_path, name="ring.obj"):
     return path
 
 
+def fail_to_fill(monkeypatch):
+    """Make every non-convex twin fail, as a surface the tetrahedraliser cannot fill would."""
+    from taichi_hydro.geometry import twin
+    from taichi_hydro.errors import MeshError
+
+    def refuse(surface, modulus, resolution):
+        raise MeshError("fTetWild failed (a stand-in for a surface it cannot fill)")
+
+    monkeypatch.setattr(twin, "nonconvex_twin", refuse)
+    twin._surface_twin.cache_clear()  # twins built before in this process
+
+
 def twin_pairs(data):
     """{(body, body) sorted: (PairType, the body whose geometry stands in as a twin, the twin)}."""
     names = [b.name for b in data.scene.bodies]
@@ -245,12 +257,13 @@ def twin_pairs(data):
     return out
 
 
-def test_which_side_takes_the_twin(arch, tmp_path):
+def test_which_side_takes_the_twin(arch, tmp_path, monkeypatch):
     """The rules of geometry.twin: a box on a half-space gets the twin (tet-half-space pair); a
     sphere on a larger box table, the sphere (the smaller bounding ball; tet-triangle); a
-    non-convex ring on a half-space cannot take one, so the half-space becomes a slab of the
+    non-convex ring on a half-space takes one (tetrahedralised; tet-half-space), and one that
+    cannot (its tetrahedralisation failing) leaves the half-space to become a slab of the
     ring's smallest half extent (1 cm; slab-triangle); a ring under a sphere larger than it
-    leaves the twin to the sphere. In a stack (sphere on box on half-space) one twin per
+    takes the twin (the smaller ball). In a stack (sphere on box on half-space) one twin per
     geometry serves all its pairs (the sphere's, against the box and the half-space), and the
     box keeps its rigid surface for the sphere; twins carry their geometry's name, add no mass
     and no reach, and a twin pair's dissipation is the mean of the two rigid sides' (Drake's
@@ -260,16 +273,18 @@ def test_which_side_takes_the_twin(arch, tmp_path):
     ring = {"name": "ring", "mass": 0.1, "position": [0.0, 0.0, 0.01], "shape": {"type": "mesh", "file": str(annulus_file(tmp_path))}}
     cases = [([ground(), box()], ("box", "ground"), PairType.TET_PLANE, "box"),
              ([table(), sphere()], ("sphere", "table"), PairType.TET_TRI, "sphere"),
-             ([ground(), ring], ("ground", "ring"), PairType.SLAB_TRI, "ground"),
+             ([ground(), ring], ("ground", "ring"), PairType.TET_PLANE, "ring"),
              ([{**ring, "type": "static", "mass": None}, {**sphere(z=0.02, radius=0.1), "name": "big"}], ("big", "ring"),
-              PairType.TET_TRI, "big")]
+              PairType.TET_TRI, "ring")]
     for bodies, pair, kind, twin_body in cases:
         bodies = [{k: v for k, v in b.items() if v is not None} for b in bodies]
         data = build_model(make(bodies))
         check_supported(data)
         (found,) = twin_pairs(data).items()
         assert found[0] == pair and found[1][:2] == (kind, twin_body), found
-    slab = twin_pairs(build_model(make([ground(), ring])))[("ground", "ring")][2]
+    fail_to_fill(monkeypatch)
+    kind, twin_body, slab = twin_pairs(build_model(make([ground(), ring])))[("ground", "ring")]
+    assert (kind, twin_body) == (PairType.SLAB_TRI, "ground")
     assert slab.kind == HALFSPACE and slab.slab_gradient == pytest.approx(RIGID_MODULUS / 0.01, rel=1e-12)
 
     data = build_model(make([ground(dissipation=2.0), box(contact={"dissipation": 1.0}), sphere(z=0.1)]))
@@ -322,16 +337,18 @@ def test_per_world_materials_reach_the_twin_pair(arch):
     assert (scale[:, twins] == 1.0).all() and scale[1, 2] == 2.0
 
 
-def test_rigid_pairs_that_cannot_work_name_both_bodies(arch, tmp_path):
-    """Two non-convex rigid meshes that can touch: neither can take a twin (until the
-    tetrahedraliser lands), so the scene is refused naming both bodies, the key and what to
-    do; a collision filter lifts it. A rigid_modulus that is not a positive number, or one
+def test_rigid_pairs_that_cannot_work_name_both_bodies(arch, tmp_path, monkeypatch):
+    """Two non-convex rigid meshes that can touch make a pair (one takes a tetrahedralised
+    twin); when neither can take a twin (the tetrahedraliser failing on both), the scene is
+    refused naming both bodies, the key and what to do; a collision filter lifts it. A rigid_modulus that is not a positive number, or one
     whose twin's pressure gradient float32 cannot square, is refused naming the key."""
     if arch != "cpu":
         pytest.skip("host-side validation: checked in the cpu session")
     path = annulus_file(tmp_path)
     rings = [{"name": "lower", "type": "static", "shape": {"type": "mesh", "file": path.name}},
              {"name": "upper", "mass": 0.1, "position": [0.0, 0.0, 0.02], "shape": {"type": "mesh", "file": path.name}}]
+    check_supported(build_model(make(rings, source="rings.toml", base_dir=tmp_path)))
+    fail_to_fill(monkeypatch)
     with pytest.raises(th.SceneError) as err:
         check_supported(build_model(make(rings, source="rings.toml", base_dir=tmp_path)))
     msg = str(err.value)
@@ -347,16 +364,21 @@ def test_rigid_pairs_that_cannot_work_name_both_bodies(arch, tmp_path):
         check_supported(build_model(make([ground(), box()], rigid_modulus=1e30)))
 
 
-def test_no_twin_for_a_non_convex_mesh_yet(arch, tmp_path):
-    """The single place that will call the tetrahedraliser (geometry.twin.nonconvex_twin) says
-    why a non-convex mesh takes no twin; a convex mesh's twin is the centroid fan."""
+def test_a_non_convex_mesh_twin_is_tetrahedralised(arch, tmp_path, monkeypatch):
+    """A rigid non-convex ring's twin comes from the tetrahedraliser (geometry.twin.
+    nonconvex_twin): tets filling its volume, with pressure E on the deepest vertex; when the
+    tetrahedraliser fails, NoTwin says why, for each side."""
     if arch != "cpu":
         pytest.skip("host-side meshing: checked in the cpu session")
     data = build_model(make([{"name": "ring", "type": "static", "shape": {"type": "mesh", "file": str(annulus_file(tmp_path))}}]))
     side = Side(0, data.scene.bodies[0].geometries[0], data.geometries[0], "body 'ring'")
-    with pytest.raises(NoTwin, match="non-convex surface mesh.*tetrahedraliser"):
+    twin = twin_geometry(side, 1e12)
+    assert twin.tets.volume() == pytest.approx(data.geometries[0].mass.volume, rel=2e-3)  # within fTetWild's envelope
+    assert twin.tets.pressure.max() == pytest.approx(1e12) and twin.tets.pressure.min() >= 0.0
+    fail_to_fill(monkeypatch)
+    with pytest.raises(NoTwin, match="twin cannot be built.*fTetWild failed"):
         twin_geometry(side, 1e12)
-    with pytest.raises(NoTwin, match="body 'ring': a non-convex.*body 'ring': a non-convex"):
+    with pytest.raises(NoTwin, match="body 'ring'.*body 'ring'"):
         choose_twin(side, side, 1e12)
 
 
@@ -563,14 +585,18 @@ def test_hinged_link_comes_to_rest_on_a_rigid_table(arch):
 
 
 @pytest.mark.launches(3_100)
-def test_non_convex_mesh_rests_on_a_rigid_half_space_through_a_slab(arch, tmp_path):
-    """A rigid non-convex ring (0.1 kg and 10 kg) on a rigid half-space: the half-space becomes
-    a slab (slab-triangle pair) and the ring rests within the bounds of the module docstring
-    (Gauss-Seidel, dt = 1 ms)."""
+@pytest.mark.parametrize("fill", ["tets", "slab"])
+def test_non_convex_mesh_rests_on_a_rigid_half_space(arch, tmp_path, monkeypatch, fill):
+    """A rigid non-convex ring (0.1 kg and 10 kg) on a rigid half-space rests within the bounds
+    of the module docstring (Gauss-Seidel, dt = 1 ms), through its tetrahedralised twin
+    (tet-half-space pair), and through a slab (slab-triangle pair) when the tetrahedraliser
+    cannot fill it."""
     dt = 1e-3
+    if fill == "slab":
+        fail_to_fill(monkeypatch)
     ring = {"name": "ring", "mass": 0.1, "position": [0.0, 0.0, 0.01], "shape": {"type": "mesh", "file": str(annulus_file(tmp_path))}}
     sim = resting([ground(), ring], dt, worlds_masses=(0.1, 10.0))
-    assert sim.model.host.pair_i[0, P_TYPE] == PairType.SLAB_TRI
+    assert sim.model.host.pair_i[0, P_TYPE] == (PairType.SLAB_TRI if fill == "slab" else PairType.TET_PLANE)
     sim.step(100)
     rec = record(sim, 60, 1)
     assert_rests(rec, (0.1, 10.0), dt, 0.01, newton=False)

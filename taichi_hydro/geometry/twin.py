@@ -26,12 +26,13 @@ Which side gets the twin (choose_twin):
    g ~ E / L: its float32 round-off is about 1e-7 L, so the smaller geometry measures the
    (tiny) penetration of a near-rigid contact best; a small twin on a large surface also
    has few tets in contact. Equal balls: the geometry listed first.
-3. A shape that cannot take a twin: a half-space (rule 1) and, until twins use the
-   tetrahedraliser (nonconvex_twin), a non-convex surface mesh. A half-space against such a mesh becomes
-   a compliant slab (slab-triangle pair) of thickness H = the mesh's smallest half extent
-   (slab_thickness), so that its gradient E / H is the one a twin of the mesh would have.
-   Two geometries neither of which can take a twin make no pair: model.check_supported
-   refuses the scene, naming both.
+3. A shape that cannot take a twin: a half-space (rule 1), and a shape whose compliant mesh
+   cannot be built (a non-convex surface that the tetrahedraliser, nonconvex_twin, fails to
+   fill; a primitive whose resolution asks for too many elements). A half-space against such
+   a mesh becomes a compliant slab (slab-triangle pair) of thickness H = the mesh's smallest
+   half extent (slab_thickness), so that its gradient E / H is the one a twin of the mesh
+   would have. Two geometries neither of which can take a twin make no pair:
+   model.check_supported refuses the scene, naming both.
 
 Twins have no mass (the body's mass properties are its scene geometries'), are not drawn,
 and carry the material of the geometry they stand for (friction, dissipation, relaxation
@@ -97,19 +98,20 @@ def slab_twin(modulus: float, thickness: float) -> Geometry:
 
 
 def nonconvex_twin(surface: TriMesh, modulus: float, resolution: float | None) -> TetMesh:
-    """The compliant twin of a closed non-convex surface (frame B) of modulus E [Pa]. The one
-    place that is to call the tetrahedraliser (geometry.tetrahedralize.compliant_from_surface,
-    which compliant non-convex meshes use) for twins; until that switch such a surface takes no
-    twin."""
-    raise NoTwin("a non-convex surface mesh, whose compliant twin needs the tetrahedraliser, which twins do not use "
-                 "yet")
+    """The compliant twin of a closed non-convex surface (frame B) of modulus E [Pa]: tets by
+    the tetrahedraliser that compliant non-convex meshes use
+    (geometry.tetrahedralize.compliant_from_surface: fTetWild, cached on disk) at the target
+    edge length `resolution` (its default when None), with the distance-to-boundary field.
+    MeshError when the surface cannot be made solid."""
+    from .tetrahedralize import compliant_from_surface
+
+    return compliant_from_surface(surface, modulus, resolution, what="a rigid non-convex mesh's compliant twin")
 
 
 def twin_geometry(side: Side, modulus: float) -> Geometry:
     """The compliant twin of `side` with modulus E [Pa], in its body frame B: the tet mesh and
     field of the same shape declared compliant (resolution as given, margin 0). Raises NoTwin
-    (with the reason) for a half-space, a non-convex surface mesh, or a shape whose compliant
-    mesh cannot be built at its resolution."""
+    (with the reason) for a half-space, or a shape whose compliant mesh cannot be built."""
     spec, rigid = side.spec, side.geometry
     shape = spec.shape
     if shape.type == "halfspace":
