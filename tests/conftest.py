@@ -132,6 +132,13 @@ def sphere_plane_force(R, E, depth):
     return 2 * np.pi * E * ((R * R - h * h) / 2 - (R**3 - h**3) / (3 * R))
 
 
+LAVAPIPE_TEST_CAP = 12_500
+"""The most kernel launches a test marked launches(n) may make in the lavapipe pass of the
+suite. A launch costs lavapipe about 2.5 ms on the CI's 2 cores, so a longer test would cost
+more than half a minute there; it runs on the cpu backend (and GPU drivers), and the kernels
+it uses run on lavapipe in shorter tests and in the cpu-vs-vulkan comparisons
+(test_pipeline.test_cpu_and_vulkan_agree, test_joints.test_every_joint_law_agrees_on_cpu_and_vulkan)."""
+
 UNMARKED_SHARE = 3
 """On lavapipe, a test without a launches(n) marker starts in a runtime with at least 1/3 of the
 launch budget left (else the runtime is restarted first)."""
@@ -172,6 +179,10 @@ def pytest_runtest_setup(item):
         if need > budget:
             pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per runtime "
                         "(backend.LAUNCH_BUDGET); it runs on the cpu backend and on GPU drivers")
+        if need > LAVAPIPE_TEST_CAP:
+            pytest.skip(f"{item.nodeid}: about {need} kernel launches, past the {LAVAPIPE_TEST_CAP} a test may make on "
+                        "lavapipe in this suite (conftest.LAVAPIPE_TEST_CAP: ~2.5 ms each); it runs on the cpu backend "
+                        "and on GPU drivers")
         if used > 0 and used + need > budget:
             backend.restart()  # a fresh runtime, with the whole budget (kernels from the offline cache)
     used_before = backend.launches_made()

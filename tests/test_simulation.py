@@ -89,6 +89,7 @@ def test_a_diverging_world_is_flagged_and_isolated(arch):
     np.testing.assert_allclose(out["position"][2], ref.get_state()["position"][0], atol=1e-6)
 
 
+@pytest.mark.launches(12_500)
 def test_pile_settles_without_nan_or_tunnelling(arch):
     """The bundled 27-sphere pile settles in its bin: no NaN, no diverged world, every sphere
     above the floor (centre above r minus the compliance depth) and inside the walls."""
