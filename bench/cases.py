@@ -118,16 +118,40 @@ def pile(per_side: int) -> th.Scene:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A case's outcome, read the same way from our run and from Drake's, so that a speed
+    comparison can be checked to be like for like: `body`'s displacement over the timed
+    interval [m] (a held object's drift) and, at its end, the contact force on the second body
+    of each pair from the first [N, world frame] (scene body names)."""
+
+    body: str | None = None
+    pairs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class DynamicsCase:
     """A time-stepping benchmark: `steps` steps from the scene's initial state, or after
-    `settle` untimed steps (the contact-rich regime: a settled pile, a held stack), the same
-    simulated interval for us and for Drake, swept over world counts."""
+    `settle` untimed steps (the contact-rich regime: a settled pile, a held stack, a held
+    grasp), the same simulated interval for us and for Drake, swept over world counts.
+
+    world_step_budget: at most this many world-steps per timed run: a batch of W worlds is
+    timed over min(steps, budget // W) steps (the JSON row says so), which keeps the large
+    batches of a slow scene within minutes on a small machine. probe: the outcome reported
+    next to the speed (Probe)."""
 
     name: str
     scene: Callable[[], th.Scene]
     steps: int
     worlds: tuple[int, ...]
     settle: int = 0
+    world_step_budget: int | None = None
+    probe: Probe | None = None
+
+    def timed_steps(self, worlds: int) -> int:
+        """The steps timed for a batch of `worlds` worlds (world_step_budget)."""
+        if self.world_step_budget is None:
+            return self.steps
+        return max(1, min(self.steps, self.world_step_budget // worlds))
 
 
 DYNAMICS_CASES = [
@@ -138,6 +162,14 @@ DYNAMICS_CASES = [
     # the box stack held for 1 s, timed over the next 2 s.
     DynamicsCase("pile_27_settled", lambda: pile(3), 250, (1, 64), settle=750),
     DynamicsCase("box_stack_held", lambda: th.load_scene(SCENES / "box_stack.toml"), 200, (1, 64), settle=100),
+    # Articulated robots (URDF), timed over 0.2 s once settled: the gripper holding its box
+    # after 0.05 s (the grasp is at rest by then: tests/test_urdf.py), and the 7-link arm
+    # pressing its fingertip on the table after 1 s (at rest from 0.6 s: scenes/arm7_table.toml).
+    DynamicsCase("gripper_hold", lambda: th.load_scene(SCENES / "gripper.toml"), 200, (1, 64, 1024), settle=50,
+                 world_step_budget=25_600,
+                 probe=Probe("box", (("box", "gripper/left_finger"), ("box", "gripper/right_finger")))),
+    DynamicsCase("arm7_table", lambda: th.load_scene(SCENES / "arm7_table.toml"), 200, (1, 64, 1024), settle=1000,
+                 world_step_budget=25_600, probe=Probe("arm/link7", (("table", "arm/link7"),))),
 ]
 
 

@@ -80,7 +80,7 @@ from taichi_hydro.geometry.mesh import TetMesh, TriMesh
 from taichi_hydro.geometry.meshfile import is_convex, load_surface, load_tetmesh
 from taichi_hydro.scene import Body, Contact, Scene, Shape
 
-__all__ = ["KINEMATIC_DENSITY", "DrakeScene", "build", "simulate", "time_contact_surfaces"]
+__all__ = ["KINEMATIC_DENSITY", "DrakeScene", "advance", "build", "simulate", "time_contact_surfaces"]
 
 KINEMATIC_DENSITY = 1000.0
 """Nominal density of kinematic bodies [kg/m^3] (a scene gives them no mass; Drake needs one for
@@ -419,11 +419,12 @@ def _refuse_moving_kinematic(scene: Scene) -> None:
             )
 
 
-def simulate(ds: DrakeScene, steps: int, settle: int = 0) -> float:
+def advance(ds: DrakeScene, steps: int, settle: int = 0, observe=None) -> tuple[float, object]:
     """Advance a Drake Simulator from the scene's initial state by (settle + steps) *
-    time_step [s] of simulated time; returns the wall time of the last `steps` steps [s]
-    (construction, initialisation and the settling excluded). Works on a copy of the
-    context, so it can be called repeatedly."""
+    time_step [s] of simulated time; returns (the wall time of the last `steps` steps [s],
+    construction, initialisation and the settling excluded; whatever observe(start, context)
+    returns, or None). observe gets a copy of the context after the settling and the context
+    at the end. Works on a copy of the context, so it can be called repeatedly."""
     if ds.time_step <= 0.0:
         raise ValueError("simulate needs a discrete plant: build(scene, time_step > 0, ...)")
     _refuse_moving_kinematic(ds.scene)
@@ -432,9 +433,17 @@ def simulate(ds: DrakeScene, steps: int, settle: int = 0) -> float:
     simulator.Initialize()
     if settle:
         simulator.AdvanceTo(context.get_time() + settle * ds.time_step)
+    start_context = context.Clone() if observe is not None else None
     start = time.perf_counter()
     simulator.AdvanceTo(context.get_time() + steps * ds.time_step)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    return wall, (observe(start_context, context) if observe is not None else None)
+
+
+def simulate(ds: DrakeScene, steps: int, settle: int = 0) -> float:
+    """The wall time [s] of `steps` steps after `settle` steps from the scene's initial state
+    (advance without an observer)."""
+    return advance(ds, steps, settle)[0]
 
 
 # --------------------------------------------------------------------------- contact query

@@ -84,12 +84,16 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                     deterministic: bool = False, method: str | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
-    The first run (compilation or cache load, pool growth) is timed apart as compile_s; the
-    simulator is then reset (or, for a case with settle steps, set back to the state after
-    them) and the same interval timed again. iterations_mean_p95_max: the solver iterations
-    per world-step over the same interval, stepped again one step at a time (untimed). Stage
-    times come from profile_stages() over 20 further steps (one launch at a time with a sync
-    after each, so they add up to more than a step takes in the timed run). schedule
+    A case with settle steps starts from the state after them, settled in one world and copied
+    to every world (_settled_state). The first run (compilation or cache load, pool growth) is
+    timed apart as compile_s; the simulator is then reset (or set back to the settled state)
+    and the same interval timed again: case.timed_steps(worlds) steps (fewer than case.steps
+    at large batches of a case with a world-step budget; the row then has steps_reduced_from
+    and steps_note). outcome: the case's probe read after the timed run (_probe).
+    iterations_mean_p95_max: the solver iterations per world-step over the same interval,
+    stepped again one step at a time (untimed). Stage times come from profile_stages() over 20
+    further steps (one launch at a time with a sync after each, so they add up to more than a
+    step takes in the timed run); stage_share: each stage's part of their sum. schedule
     overrides the scene's solver schedule ("world" or "contact"; default: the backend's),
     method its method ("jacobi", "accelerated", "gauss_seidel", "newton"; default: the
     schedule's). deterministic: time each
@@ -102,9 +106,9 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     device = describe(arch)
     for name in names:
         case = registry.find_dynamics(name)
-        steps = min(case.steps, 20) if quick else case.steps
         modes = [False, True] if deterministic else [False]
         for worlds, det in [(w, m) for w in ([only_worlds] if only_worlds else _worlds(case, quick)) for m in modes]:
+            steps = min(case.timed_steps(worlds), 20) if quick else case.timed_steps(worlds)
             scene = case.scene()
             solver = dataclasses.replace(scene.solver, deterministic=det)
             if schedule:
@@ -112,34 +116,29 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             if method:
                 solver = dataclasses.replace(solver, method=method)
             scene = dataclasses.replace(scene, solver=solver)
+            start = _settled_state(scene, case.settle, worlds) if case.settle else None
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
-            if case.settle:  # the first step compiles; the settled state starts each timed run
-                sim.step(1)
-                sim.world_status()
-                first = time.perf_counter() - t0
-                sim.step(case.settle - 1)
-                start = sim.get_state()
-                sim.step(steps)
-            else:
-                sim.step(steps)
-                sim.world_status()
-                first = time.perf_counter() - t0
+            if start is not None:  # the first run (compilation or cache load, pool growth) from the settled state
+                sim.set_state(**start)
+            sim.step(steps)
+            sim.world_status()
+            first = time.perf_counter() - t0
             growths_first = sim.collision.growths
-            if case.settle:
+            if start is not None:
                 sim.set_state(**start)
             else:
                 sim.reset()
             sim.world_status()
             before = sim.step_totals()  # sums since the last reset: the settling's too
+            p_start = sim.get_state()["position"] if case.probe else None
             t0 = time.perf_counter()
             sim.step(steps)
             diverged = int(np.count_nonzero(sim.world_status()))
             wall = time.perf_counter() - t0
-            if case.settle:
-                first -= wall / steps  # the first step's compile time
+            outcome = _probe(sim, case.probe, p_start) if case.probe else None
             totals = {k: v - before[k] for k, v in sim.step_totals().items()}
-            iterations = _iterations_per_step(sim, min(steps, 20) if quick else steps, case.settle and start)
+            iterations = _iterations_per_step(sim, steps, start)
             stages = sim.profile_stages(5 if quick else 20)
             row = {
                 "suite": "dynamics",
@@ -150,6 +149,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "bodies": len(sim.scene.bodies),
                 "dt": sim.dt,
                 "steps": steps,
+                **({"steps_reduced_from": case.steps, "steps_note": f"fewer timed steps at {worlds} worlds: at most "
+                    f"{case.world_step_budget} world-steps per timed run"} if steps < case.steps and not quick else {}),
                 "compile_s": round(max(first - wall, 0.0), 3),
                 "wall_s": wall,
                 "world_steps_per_s": worlds * steps / wall,
@@ -159,14 +160,41 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "iterations_mean_p95_max": iterations,
                 "settle_steps": case.settle,
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
+                "stage_share": {k: v / sum(stages.values()) for k, v in stages.items()},
                 "diverged_worlds": diverged,
                 "pool_overflows": {"first_run": growths_first, "timed_run": sim.collision.growths - growths_first},
                 "solver": f"{sim.method}/{sim.schedule}",
                 "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),
                 "device_bytes_per_world": device_bytes(sim) / worlds,
+                **({"outcome": outcome} if outcome else {}),
             }
             print(json.dumps(row), flush=True)
+
+
+def _settled_state(scene, settle: int, worlds: int) -> dict:
+    """The state after `settle` steps of the scene in one world, repeated for `worlds` worlds
+    (the worlds of a batch are copies of the scene, and each steps as that one world would), so
+    that settling costs the same at every batch size. Kernels compiled for this run are reused
+    by the batch, whose compile_s then leaves them out."""
+    sim = th.Simulator(scene, worlds=1)
+    sim.step(settle)
+    return {k: np.repeat(v, worlds, axis=0) for k, v in sim.get_state().items()}
+
+
+def _probe(sim, probe, p_start: np.ndarray) -> dict:
+    """A case's outcome after its timed run (cases.Probe): the probe body's displacement over the
+    run [m] (world 0, and the largest over the worlds) and the pairs' contact forces at its end
+    [N, world frame] (world 0)."""
+    out = {}
+    if probe.body:
+        b = sim.scene.body_index(probe.body)
+        drift = np.linalg.norm(sim.get_state()["position"][:, b] - p_start[:, b], axis=-1)
+        out.update(body=probe.body, drift_m=float(drift[0]), drift_max_m=float(drift.max()))
+    if probe.pairs:
+        names, forces = sim.pair_forces()
+        out["pair_forces_N"] = {f"{a}|{b}": forces[0, names.index((a, b))].tolist() for a, b in probe.pairs}
+    return out
 
 
 def _iterations_per_step(sim, steps: int, start: dict | None) -> list[float]:
@@ -184,18 +212,46 @@ def _iterations_per_step(sim, steps: int, start: dict | None) -> list[float]:
     return [float(counts.mean()), float(np.percentile(counts, 95)), int(counts.max())]
 
 
-def _drake_steps_wall(name: str, approximation: str, steps: int) -> float:
-    """Wall time [s] of `steps` Drake steps of a dynamics case (run in a worker process)."""
-    from .drake_scene import build, simulate
+def _drake_build(scene, approximation: str):
+    """Drake's discrete plant of a scene: through its URDF files when it has [[robot]] tables
+    (drake_robots), else body by body (drake_scene)."""
+    if scene.robots:
+        from .drake_robots import build as build_robots
 
-    scene = registry.find_dynamics(name).scene()
-    return simulate(build(scene, time_step=scene.dt, approximation=approximation), steps, settle=registry.find_dynamics(name).settle)
+        return build_robots(scene, scene.dt, approximation)
+    from .drake_scene import build
+
+    return build(scene, time_step=scene.dt, approximation=approximation)
+
+
+def _drake_run(name: str, approximation: str, steps: int) -> tuple[float, dict | None]:
+    """(wall time [s] of `steps` Drake steps of a dynamics case after its settling, its outcome
+    (cases.Probe, read as _probe reads ours) or None); run in a worker process."""
+    from .drake_scene import advance
+
+    case = registry.find_dynamics(name)
+    ds = _drake_build(case.scene(), approximation)
+    observe = None
+    if case.probe:
+        from .drake_robots import body_position, pair_forces
+
+        def observe(start, end):
+            out = {}
+            if case.probe.body:
+                drift = float(np.linalg.norm(body_position(ds, end, case.probe.body) - body_position(ds, start, case.probe.body)))
+                out.update(body=case.probe.body, drift_m=drift)
+            if case.probe.pairs:
+                forces = pair_forces(ds, end, case.probe.pairs)
+                out["pair_forces_N"] = {f"{a}|{b}": f.tolist() for (a, b), f in zip(case.probe.pairs, forces)}
+            return out
+    return advance(ds, steps, settle=case.settle, observe=observe)
 
 
 def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[dict]:
     """Drake's discrete plant (Lagged and SAP) over the same interval: one world per process,
     `processes` processes at once (one per core: Drake's CPU throughput for a batch of worlds).
-    world_steps_per_s = processes * steps / (the slowest process's simulate() time)."""
+    world_steps_per_s = processes * steps / (the slowest process's simulate() time). A scene
+    Drake cannot express gives a row with the reason in "error"."""
     try:
         from . import drake_scene  # noqa: F401
     except ImportError as exc:
@@ -209,14 +265,16 @@ def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[di
         case = registry.find_dynamics(name)
         steps = min(case.steps, 20) if quick else case.steps
         for approximation in ("lagged", "sap"):
+            outcome = None
             try:
                 if processes == 1:
-                    wall = _drake_steps_wall(name, approximation, steps)
+                    wall, outcome = _drake_run(name, approximation, steps)
                 else:
                     with ProcessPoolExecutor(processes) as pool:
-                        wall = max(pool.map(_drake_steps_wall, [name] * processes, [approximation] * processes, [steps] * processes))
+                        runs = list(pool.map(_drake_run, [name] * processes, [approximation] * processes, [steps] * processes))
+                    wall, outcome = max(r[0] for r in runs), runs[0][1]
                 failed = None
-            except RuntimeError as exc:  # Drake's solvers can fail to converge
+            except (RuntimeError, NotImplementedError) as exc:  # Drake's solvers can fail to converge
                 wall, failed = float("nan"), str(exc).splitlines()[0][:200]
             rows.append({
                 "suite": "dynamics",
@@ -228,8 +286,10 @@ def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[di
                 "bodies": len(case.scene().bodies),
                 "dt": case.scene().dt,
                 "steps": steps,
+                "settle_steps": case.settle,
                 "wall_s": wall,
                 "world_steps_per_s": processes * steps / wall,
+                **({"outcome": outcome} if outcome else {}),
                 **({"error": failed} if failed else {}),
             })
     return rows
@@ -321,6 +381,8 @@ def markdown_dynamics(rows: list[dict]) -> str:
                         else " deterministic")
         ratio = lambda k: f"{r[k]:.2f}x" if k in r else "-"  # noqa: E731
         stage = " / ".join(f"{v:.3g}" for v in r["stage_ms"].values()) if "stage_ms" in r else "-"
+        if "stage_share" in r:
+            stage += " (" + " / ".join(f"{100 * v:.0f}" for v in r["stage_share"].values()) + " %)"
         work = lambda k: f"{r[k]:.1f}" if k in r else "-"  # noqa: E731
         speed = f"{r['world_steps_per_s']:.4g}" if np.isfinite(r["world_steps_per_s"]) else f"failed: {r.get('error', '')}"
         lines.append(
@@ -328,6 +390,24 @@ def markdown_dynamics(rows: list[dict]) -> str:
             f"{ratio('ratio_vs_drake_sap')} | {work('polygons_per_world_step')} | {work('iterations_per_world_step')} | {stage} |"
         )
     return "\n".join(lines)
+
+
+def markdown_outcomes(rows: list[dict]) -> str:
+    """README table of the cases with a probe: the probe body's drift over the timed interval
+    and the pairs' contact forces at its end, ours (world 0 of each batch) next to Drake's."""
+    lines = ["| case | backend | worlds | steps | drift [m] (largest over the worlds) | contact forces [N] |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        o = r.get("outcome")
+        if not o:
+            continue
+        drift = "-"
+        if "drift_m" in o:
+            drift = f"{o['drift_m']:.2e}" + (f" ({o['drift_max_m']:.2e})" if "drift_max_m" in o else "")
+        forces = "; ".join(f"on {pair.split('|')[1]} from {pair.split('|')[0]}: ({', '.join(f'{x:.3f}' for x in f)})"
+                           for pair, f in o.get("pair_forces_N", {}).items())
+        lines.append(f"| {r['case']} | {r['arch']} | {r['worlds']} | {r['steps']} | {drift} | {forces} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def main(argv=None) -> int:
@@ -425,6 +505,8 @@ def main(argv=None) -> int:
         (append_text if args.append else write_text)(args.out, text)
         Path(str(args.out) + ".partial").unlink(missing_ok=True)
     print(markdown(rows) if args.suite == "contact" else markdown_dynamics(rows))
+    if args.suite == "dynamics" and markdown_outcomes(rows):
+        print("\n" + markdown_outcomes(rows))
     if failed:
         print(f"bench: {failed} worker(s) failed (see above)", file=sys.stderr)
         return 2

@@ -32,10 +32,11 @@ import sys
 import time
 from pathlib import Path
 
-from taichi_hydro.output import append_text, check_output
+from taichi_hydro.output import check_output
 
 from . import cases as registry
 from .machine import machine
+from .rows import emit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,11 +157,7 @@ def main(argv=None) -> int:
                 print(f"{name} x {worlds}, {config}, {r['steps_per_call']} step(s)/call: {r['world_steps_per_s']:.4g} "
                       f"world-steps/s{extra}", file=sys.stderr)
     rows.append(estimate(rows[1:], Path(args.h100), args.gpus, args.nodes, args.network_gbps, args.network_ms))
-    text = "".join(json.dumps(r) + "\n" for r in rows)
-    if args.out:
-        append_text(args.out, text)
-    else:
-        sys.stdout.write(text)
+    emit(rows, args.out)
     return 0
 
 

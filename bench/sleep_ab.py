@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 
-from taichi_hydro.output import append_text
 
 from . import cases as registry
+from .rows import emit
 from .machine import machine
 
 
@@ -76,11 +75,7 @@ def main(argv=None) -> int:
         r = rows[-1]
         print(f"{name} x {worlds}: {r['world_steps_per_s']['sleep_off']:.1f} -> {r['world_steps_per_s']['sleep_on']:.1f} world-steps/s "
               f"({r['ratio_on_off']:.3f}x)", file=sys.stderr)
-    text = "".join(json.dumps(r) + "\n" for r in rows)
-    if args.out:
-        append_text(args.out, text)
-    else:
-        sys.stdout.write(text)
+    emit(rows, args.out)
     return 0
 
 

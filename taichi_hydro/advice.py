@@ -66,7 +66,7 @@ def findings(scene, host, beta: float, relaxation_fraction: float | None, precis
     for b, body in enumerate(scene.bodies):
         if host.body_kind[b] != BODY_DYNAMIC:
             continue
-        geoms = np.flatnonzero(geom_body == b)
+        geoms = host.geoms_of(b)  # the scene's (a compliant twin has its geometry's extent)
         if len(geoms) == 0:
             continue
         L = min(_half_thickness(host, g) for g in geoms)

@@ -2,7 +2,12 @@
 worlds. ModelData is the host (NumPy) description; Model holds the same on the device.
 
 Element pools are shared by identical shapes (a pile of equal spheres stores one sphere mesh):
-geometries reference a range of the tet pool or the triangle pool."""
+geometries reference a range of the tet pool or the triangle pool.
+
+Pairs of two rigid geometries (of two bodies, one dynamic, not filtered) have no pressure field
+of their own: one side stands in, for that pair only, as its compliant twin of modulus
+[sim] rigid_modulus (geometry.twin), a geometry row of its own after the scene's, so that the
+pair is an ordinary compliant-rigid one for every kernel."""
 
 from __future__ import annotations
 
@@ -14,10 +19,11 @@ import taichi as ti
 from .errors import SceneError
 from .geometry.build import Geometry, body_geometries
 from .geometry.mass import UnitMassProperties, gyration_radius, inertia_matrix, union_props
+from .geometry.twin import NoTwin, Side, choose_twin, max_gradient
 from .scene import Body, Scene
 from .types import (
     BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
-    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, host_float, ivec8,
+    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TWIN, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, host_float, ivec8,
     tet_vertices, tri_vertices, vec3, vec4,
 )
 
@@ -30,22 +36,33 @@ class ModelData:
 
     tet_X_G (T, 4, 3) [m], tet_p (T, 4) [Pa], tet_grad_G (T, 3) [Pa/m]: tet pool.
     tri_X_G (F, 3, 3) [m], tri_n_G (F, 3): triangle pool (outward unit normals).
+    Geometries: the scene's, body by body in scene order (G_scene of them), then the compliant
+    twins of rigid geometries in rigid-rigid pairs (geometry.twin), each a row of its own that
+    belongs to the body of the geometry it stands for and serves only its twin pairs.
+    geom_twin_of (G,): -1 for a scene geometry, for a twin the scene geometry it stands for.
+    unsupported (list of (geometry a, geometry b, reason)): rigid-rigid scene geometry pairs that
+      can touch but for which neither side can take a twin (no pair was made; check_supported
+      refuses the scene).
     geom_i (G, 8): columns types.G_* (owning body, kind, compliant, pool start, element count,
       start in the hashed element range or -1).
-    geom_name (G,): each geometry's name within its body (scene.GeometrySpec.name).
+    geom_name (G,): each geometry's name within its body (scene.GeometrySpec.name; a twin has
+      the name of the geometry it stands for).
     geom_modulus (G,) [Pa] (0 when rigid), geom_slab_gradient (G,) E/H [Pa/m] of a compliant
       half-space, geom_margin (G,) [m], geom_element_size (G,) [m] (median element extent).
     geom_friction (G,) [-], geom_dissipation (G,) [s/m]: each geometry's contact material
-      (Coulomb mu, Hunt-Crossley d), combined per pair into pair_f.
-    body_geom_start (B + 1,), body_geoms (G,): the geometries of each body (CSR, the inverse of
-      geom_i[:, G_BODY]), in the body's scene order; every body <-> geometry lookup goes
-      through these two maps. Geometries are stored body by body, so body_geoms is 0..G-1.
+      (Coulomb mu, Hunt-Crossley d; a twin's are those of the geometry it stands for),
+      combined per pair into pair_f.
+    body_geom_start (B + 1,), body_geoms (G_scene,): the scene geometries of each body (CSR,
+      the inverse of geom_i[:, G_BODY] without the twins), in the body's scene order; every
+      body <-> geometry lookup goes through these two maps. Scene geometries are stored body
+      by body, so body_geoms is 0..G_scene-1.
     geom_box_G (G, 2, 3): body-frame bounding box [m] (meshes only).
     geom_ball_G (G, 4): body-frame bounding ball, centre [m] and radius [m] (meshes only): its
       world box does not grow when the body turns, unlike the rotated box's.
     hash_elem_geom (H,): geometry of each hashed element.
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
-      output normal points from the lower body index to the higher), lower body, higher body.
+      output normal points from the lower body index to the higher), lower body, higher body,
+      twin (1 for a rigid-rigid pair, one of whose geometries is a twin).
     pair_f (P, 4): columns types.PF_*: friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s]
       of the pair's two geometries (Drake's combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b),
       d weighted by the moduli, tau = tau_a + tau_b; see combine_pair_parameters).
@@ -66,6 +83,8 @@ class ModelData:
 
     scene: Scene
     geometries: list[Geometry]
+    geom_twin_of: np.ndarray
+    unsupported: list[tuple[int, int, str]]
     tet_X_G: np.ndarray
     tet_p: np.ndarray
     tet_grad_G: np.ndarray
@@ -103,6 +122,11 @@ class ModelData:
         return len(self.scene.bodies)
 
     @property
+    def scene_geom_count(self) -> int:
+        """G_scene: the scene's geometries (the rows before the twins)."""
+        return int(np.count_nonzero(self.geom_twin_of < 0))
+
+    @property
     def geom_body(self) -> np.ndarray:
         """(G,) the body each geometry belongs to."""
         return self.geom_i[:, G_BODY]
@@ -118,7 +142,7 @@ class ModelData:
     def body_compliant(self) -> np.ndarray:
         """(B,) bool: the body has a compliant geometry."""
         out = np.zeros(self.body_count, dtype=bool)
-        out[self.geom_body[self.geom_i[:, G_COMPLIANT] == 1]] = True
+        out[self.geom_body[(self.geom_i[:, G_COMPLIANT] == 1) & (self.geom_twin_of < 0)]] = True
         return out
 
     @property
@@ -152,18 +176,75 @@ def _pair_type(ga: Geometry, gb: Geometry) -> tuple[int, bool] | None:
     return None
 
 
+def _pairs(scene: Scene, geoms: list[Geometry], geom_body: list[int], specs: list, labels: list[str]):
+    """The geometry pairs of `scene` (its geometries `geoms` of bodies `geom_body`, with their
+    `specs` and message `labels`): every pair of geometries of two different bodies that can
+    make a hydroelastic surface, except those of two static bodies or of filtered bodies; a
+    pair of two rigid geometries (one body dynamic) through the compliant twin of one side
+    (geometry.twin.choose_twin). Returns (pair rows (P, 8) as lists, Kelvin-Voigt tau per pair
+    [s], twins as (scene geometry, twin Geometry) in row order after the scene's geometries,
+    unsupported pairs (a, b, reason))."""
+    G = len(geoms)
+    rows, taus, twins, unsupported = [], [], [], []
+    twin_row: dict[tuple[int, int], int] = {}
+
+    def body_of(g: int) -> int:
+        return geom_body[g] if g < G else geom_body[twins[g - G][0]]
+
+    for a in range(G):
+        for b in range(a + 1, G):
+            body_a, body_b = sorted((geom_body[a], geom_body[b]))
+            ba, bb = scene.bodies[body_a], scene.bodies[body_b]
+            if body_a == body_b or ba.type == "static" and bb.type == "static" or scene.filtered(ba.name, bb.name):
+                continue
+            roles, twin = [a, b], 0
+            kind = _pair_type(geoms[a], geoms[b])
+            if kind is None:
+                if "dynamic" not in (ba.type, bb.type) or geoms[a].compliant or geoms[b].compliant:
+                    continue  # nothing moves it, or two half-spaces
+                try:
+                    side, geometry = choose_twin(Side(a, specs[a], geoms[a], labels[a]),
+                                                 Side(b, specs[b], geoms[b], labels[b]), scene.rigid_modulus)
+                except NoTwin as exc:
+                    unsupported.append((a, b, str(exc)))
+                    continue
+                key = (roles[side], id(geometry))
+                if key not in twin_row:
+                    twin_row[key] = G + len(twins)
+                    twins.append((roles[side], geometry))
+                pair_geoms = [geoms[a], geoms[b]]
+                pair_geoms[side] = geometry
+                roles[side], twin = twin_row[key], 1
+                kind = _pair_type(*pair_geoms)
+            ptype, swapped = kind
+            ra, rb = roles[::-1] if swapped else roles
+            rows.append([ra, rb, ptype, int(body_of(ra) > body_of(rb)), body_a, body_b, twin, 0])
+            taus.append(specs[a].contact.relaxation_time + specs[b].contact.relaxation_time)
+    return rows, taus, twins, unsupported
+
+
 def build_model(scene: Scene) -> ModelData:
     """Geometry, pools, pairs and the hash set-up for `scene`."""
-    geoms, geom_body, geom_name, specs = [], [], [], []
+    geoms, geom_body, geom_name, specs, labels = [], [], [], [], []
     for b, body in enumerate(scene.bodies):
         geoms += body_geometries(body, scene.source)
         geom_body += [b] * len(body.geometries)
         geom_name += [spec.name for spec in body.geometries]
         specs += body.geometries
-    G, B = len(geoms), len(scene.bodies)
+        labels += [body.geometry_label(i) for i in range(len(body.geometries))]
+    G_scene, B = len(geoms), len(scene.bodies)
+    body_geom_start = np.concatenate([[0], np.cumsum(np.bincount(np.array(geom_body, dtype=np.int64), minlength=B))])
+    body_geom_start = body_geom_start.astype(np.int32)
+    body_geoms = np.arange(G_scene, dtype=np.int32)  # stored body by body
+    pairs, pair_tau, twins, unsupported = _pairs(scene, geoms, geom_body, specs, labels)
+    for source, twin in twins:  # after the scene's geometries: rows of their own
+        geoms.append(twin)
+        geom_body.append(geom_body[source])
+        geom_name.append(geom_name[source])
+        specs.append(specs[source])
+    geom_twin_of = np.array([-1] * G_scene + [source for source, _ in twins], dtype=np.int32)
+    G = len(geoms)
     geom_body = np.array(geom_body, dtype=np.int32).reshape(-1)
-    body_geom_start = np.concatenate([[0], np.cumsum(np.bincount(geom_body, minlength=B))]).astype(np.int32)
-    body_geoms = np.arange(G, dtype=np.int32)  # stored body by body
 
     # Shared element pools.
     tet_X, tet_p, tet_g, tri_X, tri_n = [], [], [], [], []
@@ -211,22 +292,6 @@ def build_model(scene: Scene) -> ModelData:
         geom_ball[g] = (*centre, float(np.linalg.norm(x - centre, axis=1).max()))
         geom_element_size[g] = float(np.median(np.ptp(edges, axis=1).max(axis=1)))
 
-    # Pairs: every pair of geometries of two different bodies that can make a hydroelastic
-    # surface, except those of two static bodies.
-    pairs, pair_tau = [], []
-    for a in range(G):
-        for b in range(a + 1, G):
-            body_a, body_b = sorted((int(geom_body[a]), int(geom_body[b])))
-            ba, bb = scene.bodies[body_a], scene.bodies[body_b]
-            if body_a == body_b or ba.type == "static" and bb.type == "static" or scene.filtered(ba.name, bb.name):
-                continue
-            kind = _pair_type(geoms[a], geoms[b])
-            if kind is None:
-                continue
-            ptype, swapped = kind
-            ra, rb = (b, a) if swapped else (a, b)
-            pairs.append([ra, rb, ptype, int(geom_body[ra] > geom_body[rb]), body_a, body_b, 0, 0])
-            pair_tau.append(specs[a].contact.relaxation_time + specs[b].contact.relaxation_time)
     pair_i = np.array(pairs, dtype=np.int32).reshape(-1, 8)
     friction = np.array([spec.contact.friction for spec in specs], dtype=np.float64)
     dissipation = np.array([spec.contact.dissipation for spec in specs], dtype=np.float64)
@@ -281,6 +346,8 @@ def build_model(scene: Scene) -> ModelData:
     return ModelData(
         scene=scene,
         geometries=geoms,
+        geom_twin_of=geom_twin_of,
+        unsupported=unsupported,
         tet_X_G=stack(tet_X, (4, 3)),
         tet_p=stack(tet_p, (4,)),
         tet_grad_G=stack(tet_g, (3,)),
@@ -360,7 +427,10 @@ def combine_pair_parameters(pair_i: np.ndarray, pair_tau: np.ndarray, friction: 
     Hunt-Crossley d [s/m] and modulus E [Pa] (NaN for a rigid geometry); pair_tau (P,)
     Kelvin-Voigt tau [s], the same in every world. Drake's rules, per pair of geometries:
     mu = 2 mu_a mu_b / (mu_a + mu_b) (0 when both are 0); d = the compliant side's d when the
-    other is rigid, (E_b d_a + E_a d_b) / (E_a + E_b) otherwise."""
+    other is rigid, (E_b d_a + E_a d_b) / (E_a + E_b) otherwise. A twin pair (column P_TWIN:
+    two rigid geometries, one standing in as its compliant twin) is two sides of the same
+    modulus, rigid_modulus: d = (d_a + d_b) / 2, whichever side took the twin (the values of
+    the geometries, the twin carrying its own geometry's d)."""
     flip = pair_i[:, P_FLIP] == 1  # geometries of the lower and the higher body
     ga = np.where(flip, pair_i[:, P_GEOM_B], pair_i[:, P_GEOM_A])
     gb = np.where(flip, pair_i[:, P_GEOM_A], pair_i[:, P_GEOM_B])
@@ -374,7 +444,7 @@ def combine_pair_parameters(pair_i: np.ndarray, pair_tau: np.ndarray, friction: 
     rigid_a, rigid_b = np.isnan(ea), np.isnan(eb)
     with np.errstate(invalid="ignore"):
         both = (eb * da + ea * db) / (ea + eb)
-    out[..., PF_D] = np.where(rigid_a, db, np.where(rigid_b, da, both))
+    out[..., PF_D] = np.where(pair_i[:, P_TWIN] == 1, 0.5 * (da + db), np.where(rigid_a, db, np.where(rigid_b, da, both)))
     out[..., PF_TAU] = pair_tau
     return out
 
@@ -451,22 +521,37 @@ def body_pair_lists(pair_i: np.ndarray, body_count: int) -> tuple[np.ndarray, np
 
 
 def check_supported(host: ModelData) -> None:
-    """Raise SceneError for a body pair that can touch but that no hydroelastic surface can
-    describe: two rigid geometries of two bodies of which one is dynamic (unless a collision
-    filter lists them). Pairs of two immobile bodies have no dynamics and are skipped."""
-    scene, geom_body = host.scene, host.geom_body
-    for ga in range(len(host.geometries)):
-        for gb in range(ga + 1, len(host.geometries)):
-            ba, bb = scene.bodies[geom_body[ga]], scene.bodies[geom_body[gb]]
-            if geom_body[ga] == geom_body[gb] or "dynamic" not in (ba.type, bb.type) or scene.filtered(ba.name, bb.name):
-                continue
-            if not host.geometries[ga].compliant and not host.geometries[gb].compliant:
-                if ba.shape_table and bb.shape_table:
-                    what = f"bodies '{ba.name}' and '{bb.name}' are both rigid"
-                else:
-                    what = (f"body '{ba.name}' (geometry '{host.geom_name[ga]}') and body '{bb.name}' (geometry "
-                            f"'{host.geom_name[gb]}') are both rigid")
-                raise SceneError(
-                    f"{scene.source}: {what}: hydroelastic contact needs one of them compliant (set contact.hydro = "
-                    "\"compliant\" and a modulus on one), or list both bodies in a [[collision_filter]]"
-                )
+    """Raise SceneError for a pair of rigid geometries that can touch (two bodies of which one
+    is dynamic, not filtered) but that no compliant twin can serve (geometry.twin: e.g. two
+    non-convex surface meshes), naming both bodies and geometries, the reasons and what to do;
+    and for a twin whose pressure gradient the device float cannot square (|grad p| above
+    1/100 of sqrt(float max / 3): |grad p|^2 summed over three axes would overflow, e.g. a
+    rigid_modulus of 1e30 Pa), naming rigid_modulus."""
+    from .backend import current_precision, is_initialized
+
+    scene = host.scene
+    if host.unsupported:
+        a, b, reason = host.unsupported[0]
+
+        def label(g: int) -> str:
+            body = int(host.geom_body[g])
+            return scene.bodies[body].geometry_label(g - int(host.body_geom_start[body]))
+
+        raise SceneError(
+            f"{scene.source}: {label(a)} and {label(b)} are both rigid and can touch, and neither can stand in as a "
+            f"compliant twin for their contact ({reason}). Make one of them compliant (key 'contact.hydro' = "
+            "\"compliant\" with a 'contact.modulus'), give a non-convex one as a tet mesh (shape type \"tetmesh\", a "
+            ".vtk file: its twin is built from its tets), or list both bodies in a [[collision_filter]]"
+        )
+    dtype = np.float64 if is_initialized() and current_precision() == "f64" else np.float32  # float32 before init
+    limit = 0.01 * float(np.sqrt(np.finfo(dtype).max / 3.0))
+    for g in np.flatnonzero(host.geom_twin_of >= 0):
+        steepest = max_gradient(host.geometries[g])
+        if steepest > limit:
+            body = scene.bodies[host.geom_body[g]]
+            raise SceneError(
+                f"{scene.source}: [sim]: key 'rigid_modulus': {scene.rigid_modulus:g} Pa gives the compliant twin of body "
+                f"'{body.name}' (geometry '{host.geom_name[g]}') a pressure gradient of {steepest:.3g} Pa/m, past the "
+                f"{limit:.3g} Pa/m the device float ({dtype.__name__}) can square; use a smaller rigid_modulus "
+                f"(at most about {scene.rigid_modulus * limit / steepest:.3g} Pa)"
+            )

@@ -9,6 +9,9 @@ Parameters, one row per world (host copies in float64):
                            compliant geometry
   gravity (W, 3) [m/s^2]   world frame
 friction and dissipation are NaN for a body without geometry (nothing of it can touch).
+The compliant twins of rigid geometries (geometry.twin) are no body's reference geometry:
+they follow the friction and dissipation of the geometry they stand for, and their modulus,
+the scene's rigid_modulus, is not a per-world parameter.
 
 Bodies with several geometries (each with its own material). A body's value is that of its
 reference geometry: its first geometry for friction and dissipation, its first compliant one
@@ -109,14 +112,15 @@ def geometry_values(data: ModelData, name: str, values: np.ndarray) -> np.ndarra
     """(W, G) per-geometry values of material parameter `name` from per-body values (W, B), by
     the rule of the module docstring (the reference geometry gets v, every other geometry
     value_g (v / value_ref), or v when value_ref is 0 and v is not); NaN where it does not
-    apply."""
+    apply. A compliant twin (geometry.twin) takes the friction and dissipation of the geometry
+    it stands for, and keeps the modulus rigid_modulus."""
     scene = _geometry_scene_values(data, name)
     ref = reference_geometry(data, name)
     out = np.full((values.shape[0], len(scene)), np.nan)
     for g in range(len(scene)):
         b = data.geom_body[g]
         r = ref[b]
-        if np.isnan(scene[g]):
+        if np.isnan(scene[g]) or data.geom_twin_of[g] >= 0:
             continue
         v = values[:, b]
         if g == r:
@@ -125,6 +129,10 @@ def geometry_values(data: ModelData, name: str, values: np.ndarray) -> np.ndarra
             out[:, g] = np.where(v == 0.0, scene[g], v)
         else:
             out[:, g] = scene[g] * (v / scene[r])
+    twins = np.flatnonzero(data.geom_twin_of >= 0)
+    # A twin: the friction and dissipation of the geometry it stands for; its modulus is the
+    # scene's rigid_modulus in every world.
+    out[:, twins] = scene[twins] if name == "modulus" else out[:, data.geom_twin_of[twins]]
     return out
 
 
@@ -255,12 +263,13 @@ def check_inverse_inertia(data: ModelData, inv_mass: np.ndarray, inv_inertia: np
 
 
 def pressure_scale(data: ModelData, modulus: np.ndarray) -> np.ndarray:
-    """(W, G) E / E_scene of every compliant geometry (1 for rigid ones), from the per-body
-    moduli (W, B): every compliant geometry of a body scales by v / E_ref (module docstring)."""
+    """(W, G) E / E_scene of every compliant geometry (1 for rigid ones and for twins, whose
+    modulus is the scene's rigid_modulus), from the per-body moduli (W, B): every compliant
+    geometry of a body scales by v / E_ref (module docstring)."""
     scene = scene_parameters(data, 1).modulus[0]
     out = np.ones((modulus.shape[0], len(data.geometries)))
     for g, geometry in enumerate(data.geometries):
-        if geometry.compliant:
+        if geometry.compliant and data.geom_twin_of[g] < 0:
             b = data.geom_body[g]
             out[:, g] = modulus[:, b] / scene[b]
     return out

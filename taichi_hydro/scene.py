@@ -20,7 +20,7 @@ from .errors import HydroWarning, SceneError
 from .geometry.mass import inertia_matrix, inertia_problem
 
 __all__ = ["Scene", "Body", "GeometrySpec", "Shape", "Contact", "SolverSettings", "Joint", "Actuator", "load_scene",
-           "scene_from_dict", "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
+           "scene_from_dict", "RIGID_MODULUS", "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
 
 SHAPE_TYPES = ("sphere", "box", "cylinder", "capsule", "ellipsoid", "halfspace", "mesh", "tetmesh")
 BODY_TYPES = ("dynamic", "static", "kinematic")
@@ -277,9 +277,25 @@ class Joint:
         return [f"{self.name}[{k}]" for k in range(self.dofs)]
 
 
+RIGID_MODULUS = 1e12
+"""Default [sim] rigid_modulus [Pa]: the modulus of the compliant twin a rigid geometry gets in
+a pair with another rigid geometry (geometry.twin). Chosen from bench/rigid_modulus.py (README,
+"Rigid-rigid contact"): at 1e12 Pa the flat contacts of 1 to 100 kg bodies at dt >= 1 ms are
+in the solver's near-rigid regime (the patch floor of contact.assemble sets their stiffness:
+penetration and motion no longer depend on the modulus or the mass), while the twins'
+pressure gradients, E over their half thickness, stay below the 1e17 Pa/m that float32 can
+square (model.check_supported) for features down to 10 um."""
+
+
 @dataclass(frozen=True)
 class Scene:
-    """A validated scene. dt [s]; gravity in W [m/s^2]; bodies in file order."""
+    """A validated scene. dt [s]; gravity in W [m/s^2]; bodies in file order.
+
+    rigid_modulus [Pa]: the hydroelastic modulus of the compliant twin that stands in for a
+    rigid geometry in a pair of two rigid geometries (geometry.twin; default RIGID_MODULUS).
+    One value for the scene: it is a numerical device, not a material (past the solver's
+    near-rigid floor the motion does not depend on it), and where it must change, it changes
+    with dt and the bodies' masses, which are the scene's."""
 
     bodies: tuple[Body, ...]
     dt: float = 1e-3
@@ -291,6 +307,7 @@ class Scene:
     robots: tuple = ()
     """The [[robot]] tables' records (robot.tables.Robot: link -> body and URDF joint -> joint
     names); their bodies and joints are in `bodies` and `joints`."""
+    rigid_modulus: float = RIGID_MODULUS
 
     def filtered(self, a: str, b: str) -> bool:
         """True when a [[collision_filter]] lists both bodies, or a joint joins them (a
@@ -514,13 +531,21 @@ def _parse_geometries(t: _Table, label: str, source: str, base_dir: Path | None)
     return (GeometrySpec("geometry0", shape, contact),), True
 
 
-def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+def named_table(data: Any, what: str, index: int, source: str) -> tuple[_Table, str, str]:
+    """(table, name, label) of the index-th [[what]] table: its label ("what 'name'", or
+    "what #index" before the name is known) prefixes every error about it; its name is
+    required and not blank."""
     name = data.get("name") if isinstance(data, dict) else None
-    label = f"body '{name}'" if isinstance(name, str) else f"body #{index}"
+    label = f"{what} '{name}'" if isinstance(name, str) else f"{what} #{index}"
     t = _Table(data, label, source)
     name = t.string("name", required=True)
     if not name.strip():
         raise t.error("name", "must not be empty")
+    return t, name, label
+
+
+def _parse_body(data: Any, index: int, source: str, base_dir: Path | None) -> Body:
+    t, name, label = named_table(data, "body", index, source)
     kind = t.string("type", "dynamic", choices=BODY_TYPES)
     geometries, shape_table = _parse_geometries(t, label, source, base_dir)
     mass = t.number("mass", positive=True)
@@ -573,6 +598,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     sim = _Table(top.raw("sim", {}), "[sim]", source)
     dt = sim.number("dt", 1e-3, positive=True)
     gravity = sim.vector("gravity", 3, (0.0, 0.0, -9.81))
+    rigid_modulus = sim.number("rigid_modulus", RIGID_MODULUS, positive=True)
     sim.finish()
     st = _Table(top.raw("solver", {}), "[solver]", source)
     solver = SolverSettings(
@@ -637,7 +663,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
                                  "\"auto\" picks newton for scenes with joints)")
     top.finish()
     return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters),
-                 joints=joints, robots=tuple(r.robot for r in robots))
+                 joints=joints, robots=tuple(r.robot for r in robots), rigid_modulus=rigid_modulus)
 
 
 def _robot_tables(raw: Any, source: str, base_dir: Path | None) -> list:
@@ -679,12 +705,7 @@ def _parse_actuator(t: _Table, joint_type: str) -> Actuator:
 
 
 def _parse_joint(data: Any, index: int, source: str, bodies: dict[str, Body]) -> Joint:
-    name = data.get("name") if isinstance(data, dict) else None
-    label = f"joint '{name}'" if isinstance(name, str) else f"joint #{index}"
-    t = _Table(data, label, source)
-    name = t.string("name", required=True)
-    if not name.strip():
-        raise t.error("name", "must not be empty")
+    t, name, label = named_table(data, "joint", index, source)
     kind = t.string("type", required=True, choices=JOINT_TYPES)
     parent = t.string("parent", required=True)
     child = t.string("child", required=True)

@@ -98,8 +98,9 @@ TETMESH, TRIMESH, HALFSPACE = 0, 1, 2
 G_BODY, G_KIND, G_COMPLIANT, G_POOL_START, G_ELEM_COUNT, G_HASH_START = range(6)
 
 # pair_i columns: geometry in role a, geometry in role b, PairType, flip (1 when role a's body
-# has the higher scene index), lower body, higher body.
-P_GEOM_A, P_GEOM_B, P_TYPE, P_FLIP, P_BODY_LO, P_BODY_HI = range(6)
+# has the higher scene index), lower body, higher body, twin (1 when the pair is two rigid
+# geometries, one of them standing in as its compliant twin: geometry.twin).
+P_GEOM_A, P_GEOM_B, P_TYPE, P_FLIP, P_BODY_LO, P_BODY_HI, P_TWIN = range(7)
 
 # pair_f columns (per world or shared): Coulomb friction mu [-], Hunt-Crossley d [s/m],
 # Kelvin-Voigt tau [s].

@@ -237,10 +237,11 @@ class Renderer:
         self._lines = {k: _Lines() for k in ("normals", "forces", "tets", "joints")}
         host = sim.model.host
         geom_body = host.geom_body  # geometries are drawn at their body's pose
-        self._tet_edges = [(int(geom_body[i]), g.tets.vertices, tet_edges(g.tets.tets)) for i, g in enumerate(host.geometries)
-                           if g.tets is not None]
+        # The scene's geometries (the compliant twins of rigid ones, geometry.twin, are not drawn).
+        drawn = [(i, host.geometries[i]) for i in range(host.scene_geom_count)]
+        self._tet_edges = [(int(geom_body[i]), g.tets.vertices, tet_edges(g.tets.tets)) for i, g in drawn if g.tets is not None]
         state = sim.get_state()
-        solid = [i for i, g in enumerate(host.geometries) if g.kind != HALFSPACE]
+        solid = [i for i, g in drawn if g.kind != HALFSPACE]
         dynamic = sorted({int(geom_body[i]) for i in solid})
         points = state["position"][world, dynamic] if dynamic else np.zeros((1, 3))
         self.center = points.mean(axis=0)
@@ -253,7 +254,7 @@ class Renderer:
         self.radius = radius
         meshes = []  # (body index, vertices B, triangles, colours, group)
         R0 = rotation_matrices(state["orientation"][world])
-        for i, g in enumerate(host.geometries):
+        for i, g in drawn:
             b = int(geom_body[i])
             if g.kind == HALFSPACE:
                 floor = R0[b][2, 2] > 0.9  # its normal (body z) points up

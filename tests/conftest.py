@@ -3,6 +3,7 @@ ti.init per process, so kernels compile once and are reused by every test)."""
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,13 @@ def sphere_plane_force(R, E, depth):
     return 2 * np.pi * E * ((R * R - h * h) / 2 - (R**3 - h**3) / (3 * R))
 
 
+LAVAPIPE_TEST_CAP = 12_500
+"""The most kernel launches a test marked launches(n) may make in the lavapipe pass of the
+suite. A launch costs lavapipe about 2.5 ms on the CI's 2 cores, so a longer test would cost
+more than half a minute there; it runs on the cpu backend (and GPU drivers), and the kernels
+it uses run on lavapipe in shorter tests and in the cpu-vs-vulkan comparisons
+(test_pipeline.test_cpu_and_vulkan_agree, test_joints.test_every_joint_law_agrees_on_cpu_and_vulkan)."""
+
 UNMARKED_SHARE = 3
 """On lavapipe, a test without a launches(n) marker starts in a runtime with at least 1/3 of the
 launch budget left (else the runtime is restarted first)."""
@@ -171,6 +179,10 @@ def pytest_runtest_setup(item):
         if need > budget:
             pytest.skip(f"{item.nodeid}: about {need} kernel launches, past lavapipe's {budget} per runtime "
                         "(backend.LAUNCH_BUDGET); it runs on the cpu backend and on GPU drivers")
+        if need > LAVAPIPE_TEST_CAP:
+            pytest.skip(f"{item.nodeid}: about {need} kernel launches, past the {LAVAPIPE_TEST_CAP} a test may make on "
+                        "lavapipe in this suite (conftest.LAVAPIPE_TEST_CAP: ~2.5 ms each); it runs on the cpu backend "
+                        "and on GPU drivers")
         if used > 0 and used + need > budget:
             backend.restart()  # a fresh runtime, with the whole budget (kernels from the offline cache)
     used_before = backend.launches_made()
@@ -184,15 +196,23 @@ def pytest_runtest_setup(item):
 def pytest_pyfunc_call(pyfuncitem):
     """A test that meets the launch budget after earlier tests used part of it is skipped here
     and its id written to $TH_RERUN_FILE, so scripts/test.sh reruns it in a fresh process; a
-    test that meets it alone is skipped with the reason (it still runs on the cpu backend)."""
+    test that meets it alone is skipped with the reason (it still runs on the cpu backend).
+    With $TH_LAUNCH_REPORT set, each test's kernel launches and seconds (its call, not its
+    fixtures) are appended to that file (tab-separated), to see where a backend's time goes."""
     import taichi_hydro as th
     from taichi_hydro import backend
 
     used_before = backend.launches_made()
+    generation, start = backend.generation(), time.perf_counter()
     try:
         return (yield)
     except th.LaunchBudgetError as exc:
         _skip_for_budget(pyfuncitem.nodeid, used_before, exc)
+    finally:
+        report = os.environ.get("TH_LAUNCH_REPORT")
+        if report and backend.generation() == generation:  # launches counted in one runtime
+            with open(report, "a") as f:
+                f.write(f"{backend.launches_made() - used_before}\t{time.perf_counter() - start:.2f}\t{pyfuncitem.nodeid}\n")
 
 
 _exit_status: list = []

@@ -31,6 +31,8 @@ from test_simulation import small_pile
 ROOT = Path(__file__).resolve().parents[1]
 W = 3  # worlds: shards of 2 and 1 worlds with K = 2
 CPUS = 0.5  # per shard
+# Shards run Taichi's default thread count, so they read the kernels this process compiled from
+# the offline cache (its key includes the thread count) instead of compiling them again.
 
 
 @pytest.fixture(autouse=True)
@@ -111,8 +113,8 @@ def reference(cluster):
 @pytest.fixture(scope="module")
 def sharded(cluster, reference):
     """K = 1 (restarts a shard that dies) and K = 2 (raises), both driven like the reference."""
-    sims = {1: ShardedSimulator(pile(), worlds=W, shards=1, cpus_per_shard=CPUS, on_fault="restart"),
-            2: ShardedSimulator(pile(), worlds=W, shards=2, cpus_per_shard=CPUS)}
+    sims = {1: ShardedSimulator(pile(), worlds=W, shards=1, cpus_per_shard=CPUS, cpu_threads=None, on_fault="restart"),
+            2: ShardedSimulator(pile(), worlds=W, shards=2, cpus_per_shard=CPUS, cpu_threads=None)}
     values = {k: drive(sim) for k, sim in sims.items()}
     yield sims, values
     for sim in sims.values():

@@ -201,6 +201,7 @@ def test_coin_reaches_farkas_ratio_without_hopping(arch, method):
     assert rise.max() < G * sim.dt**2
 
 
+@pytest.mark.launches(11_500)
 def test_convex_mode_coin_hydroplanes(arch):
     """Anitescu's convex relaxation lifts a sliding coin (separating velocity mu |v_t|): it
     leaves the ground by far more than the contact compliance allows."""
@@ -414,6 +415,7 @@ def test_gauss_seidel_sleep_skips_settled_bodies_at_no_cost_in_accuracy(arch):
     assert stats["updates"][0] == stats["iterations"][0] * stats["contacts"][0] > 0
 
 
+@pytest.mark.launches(11_000)  # Newton's run (the vulkan pass); the cpu pass adds Gauss-Seidel's
 def test_newton_holds_the_box_stack_without_creep(arch):
     """scenes/box_stack.toml (Drake's margin case, dt = 10 ms) held for 3 s: each step's solve
     stops within the tolerance (1e-6 m/s) of its solution, so a stack at rest may drift by

@@ -158,7 +158,7 @@ def arm_statics(kp, n=7, l=0.3, m=1.0):
     return q, points(q)
 
 
-@pytest.mark.launches(40_000)
+@pytest.mark.launches(43_000)
 def test_pd_holds_a_seven_link_arm_at_its_static_equilibrium(arch):
     """A horizontal chain of 7 links (0.3 m, 1 kg) on PD-actuated revolute joints (target 0)
     settles where kp q_i equals the gravity torque on joint i (solved with scipy from the

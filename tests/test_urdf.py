@@ -212,8 +212,8 @@ def test_urdf_round_trip_keeps_masses_inertias_shapes_and_joints(arch, tmp_path)
 def test_massless_root_is_static_with_a_fixed_base_and_self_collision_keeps_only_joint_filters(arch, tmp_path):
     """A massless root of a fixed-base robot is a static body (nothing to weld); with
     self_collision = true the robot adds no filter of its own (parent-child pairs are filtered
-    by their joints, Scene.filtered), so two rigid links that are not jointed can collide (and
-    are refused as a rigid-rigid pair, for now)."""
+    by their joints, Scene.filtered), so two rigid links that are not jointed can collide
+    (through the compliant twin of one of them, tests/test_rigid_contact.py)."""
     host_only(arch)
     write(tmp_path / "two.urdf", """
         <robot name="two">
@@ -236,9 +236,13 @@ def test_massless_root_is_static_with_a_fixed_base_and_self_collision_keeps_only
     assert scene.collision_filters == ()
     assert scene.filtered("r/a", "r/b") and scene.filtered("r/world_mount", "r/a") and not scene.filtered("r/world_mount", "r/b")
     from taichi_hydro.model import check_supported
+    from taichi_hydro.types import P_BODY_HI, P_BODY_LO, P_TWIN
 
-    with pytest.raises(th.SceneError, match="r/world_mount.*r/b.*both rigid"):
-        check_supported(build_model(scene))
+    data = build_model(scene)
+    check_supported(data)
+    names = [b.name for b in scene.bodies]
+    pairs = {(names[lo], names[hi]): twin for lo, hi, twin in data.pair_i[:, [P_BODY_LO, P_BODY_HI, P_TWIN]]}
+    assert pairs == {("r/world_mount", "r/b"): 1}
 
 
 # -------------------------------------------------------------------- URDF vs hand-written

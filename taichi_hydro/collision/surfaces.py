@@ -30,7 +30,14 @@ class ContactSurface:
     `element_b` (tet or triangle index within that geometry's mesh; 0 for a half-space) and
     `contact` (True where the solver makes a point contact of the polygon: its gradients are
     not round-off against |grad p|, contact.assemble; e.g. False where a box's field runs along
-    the surface, near its side walls) are arrays."""
+    the surface, near its side walls) are arrays.
+
+    A pair of two rigid geometries is computed with the compliant twin of one of them
+    (geometry.twin): its polygons name the geometry the twin stands for, their element is a
+    tet of the twin, and their pressures are the twin's field (rigid_modulus times depth over
+    the twin's half thickness). Such a contact is near-rigid: the solver caps its stiffness
+    (contact.assemble), so force here is the twin's static force at the current overlap, not
+    the force the step applies (Simulator.pair_forces)."""
 
     body_a: str
     body_b: str

@@ -50,6 +50,10 @@ class ShardedSimulator:
     cpus_per_shard, gpus_per_shard: the Ray resources of each shard (cluster.shard_resources:
       one GPU per shard for cuda; an equal share of the cluster's CPUs, and as many Taichi CPU
       threads, for cpu).
+    cpu_threads: Taichi CPU threads of each cpu shard: "share" (default: as many as its whole
+      CPUs, at least one), an integer, or None (Taichi's default, one per core of the node: the
+      kernels a process on that node compiled with the default are then read from Taichi's
+      offline cache, whose key includes the thread count, instead of compiled again).
     on_fault: "raise" (default): a shard that dies or misses its timeout raises ShardError
       naming its worlds, and stays down (every call raises) until recover() restarts it from
       the driver's checkpoint; "restart": it is restarted from that checkpoint at once, the
@@ -72,7 +76,7 @@ class ShardedSimulator:
     def __init__(self, scene: Scene, worlds: int = 1, shards: int = 1, arch: str = "cpu", *, precision: str = "f32",
                  cpus_per_shard: float | None = None, gpus_per_shard: float | None = None, on_fault: str = "raise",
                  checkpoint_every: int | None = None, timeouts: Timeouts | None = None, address: str | None = None,
-                 simulator_options: dict | None = None):
+                 simulator_options: dict | None = None, cpu_threads: int | str | None = "share"):
         if not isinstance(scene, Scene):
             raise SceneError(f"ShardedSimulator needs a Scene (th.load_scene or th.scene_from_dict), got {type(scene).__name__}")
         self.layout = Layout(worlds, shards)
@@ -81,6 +85,8 @@ class ShardedSimulator:
         if precision not in ("f32", "f64") or (precision == "f64" and arch == "vulkan"):
             raise BackendError(f"precision {precision!r} is not available on {arch}; choose 'f32'"
                                + ("" if arch == "vulkan" else " or 'f64'"))
+        if cpu_threads != "share" and cpu_threads is not None:
+            cpu_threads = integer(cpu_threads, "ShardedSimulator(cpu_threads)", 1)
         if on_fault not in ON_FAULT:
             raise ArgumentError(f"ShardedSimulator(on_fault) must be one of {list(ON_FAULT)}, got {on_fault!r}")
         if checkpoint_every is not None:
@@ -108,6 +114,7 @@ class ShardedSimulator:
         self._resources = shard_resources(arch, self.shards, cpus_per_shard, gpus_per_shard, self._ray.cluster_resources(),
                                           self._ray.available_resources())
         self._options = options
+        self._cpu_threads = cpu_threads
         self._actor_class = self._ray.remote(ShardWorker)
         self._scene_ref = self._ray.put(scene)
         self._closed = False
@@ -172,6 +179,8 @@ class ShardedSimulator:
         """Start the given shards' actors and Simulators at once; on any failure kill the ones
         this call started and raise (the shard's own HydroError, or ShardError)."""
         cpus, gpus, threads = self._resources
+        if self._cpu_threads != "share":
+            threads = self._cpu_threads
         sizes = self.layout.sizes()
         actors = {k: self._actor_class.options(num_cpus=cpus, num_gpus=gpus, max_restarts=0, max_task_retries=0).remote()
                   for k in shards}

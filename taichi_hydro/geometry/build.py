@@ -20,7 +20,8 @@ from .mesh import TetMesh, TriMesh, boundary_faces
 from .meshfile import compliant_convex, distance_field_tetmesh, is_convex, load_surface, load_tetmesh
 from .tetrahedralize import compliant_from_surface
 
-__all__ = ["Geometry", "build_geometry", "body_geometries", "TETMESH", "TRIMESH", "HALFSPACE"]
+__all__ = ["Geometry", "build_geometry", "body_geometries", "compliant_primitive", "posed", "PRIMITIVES", "TETMESH", "TRIMESH",
+           "HALFSPACE"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,11 +64,11 @@ def build_geometry(spec: GeometrySpec, where: str) -> Geometry:
     except MeshError as exc:
         key = "shape.file" if shape.file else "shape"
         raise SceneError(f"{where}: key '{key}': {exc}") from exc
-    return _posed(geometry, spec.p_BG, spec.q_BG) if spec.posed else geometry
+    return posed(geometry, spec.p_BG, spec.q_BG) if spec.posed else geometry
 
 
 @lru_cache(maxsize=256)
-def _posed(geometry: Geometry, p_BG: tuple, q_BG: tuple) -> Geometry:
+def posed(geometry: Geometry, p_BG: tuple, q_BG: tuple) -> Geometry:
     """`geometry` (built in its frame G) expressed in the body frame B: every vertex x_G becomes
     R_BG x_G + p_BG in float64; the pressures stay per vertex, so the gradients computed from
     the moved vertices are R_BG times the old ones (a rotation keeps tets positively oriented
@@ -105,13 +106,7 @@ def _build(shape: Shape, contact: Contact) -> Geometry:
         "ellipsoid": lambda: ellipsoid_props(shape.radii),
     }[t]()
     if contact.compliant:
-        tets = {
-            "sphere": lambda: prim.compliant_sphere(shape.radius, E, h, delta),
-            "box": lambda: prim.compliant_box(shape.size, E, delta),
-            "cylinder": lambda: prim.compliant_cylinder(shape.radius, shape.length, E, h, delta),
-            "capsule": lambda: prim.compliant_capsule(shape.radius, shape.length, E, h, delta),
-            "ellipsoid": lambda: prim.compliant_ellipsoid(shape.radii, E, h, delta),
-        }[t]().validate(f"{t} mesh")
+        tets = compliant_primitive(shape, E, h, delta)
         return Geometry(TETMESH, True, tets, tets.surface(), E, 0.0, delta, mass)
     surface = {
         "sphere": lambda: prim.rigid_sphere(shape.radius, h),
@@ -121,6 +116,23 @@ def _build(shape: Shape, contact: Contact) -> Geometry:
         "ellipsoid": lambda: prim.rigid_ellipsoid(shape.radii, h),
     }[t]()
     return Geometry(TRIMESH, False, None, surface, 0.0, 0.0, 0.0, mass)
+
+
+PRIMITIVES = ("sphere", "box", "cylinder", "capsule", "ellipsoid")
+"""The shapes meshed from their dimensions (the others are half-spaces and files)."""
+
+
+def compliant_primitive(shape: Shape, modulus: float, resolution: float | None, margin: float) -> TetMesh:
+    """The compliant tet mesh of a primitive `shape` (one of PRIMITIVES) in its frame G, with
+    modulus E [Pa], target edge `resolution` [m] (round shapes) and margin delta [m]."""
+    t, E, h, delta = shape.type, modulus, resolution, margin
+    return {
+        "sphere": lambda: prim.compliant_sphere(shape.radius, E, h, delta),
+        "box": lambda: prim.compliant_box(shape.size, E, delta),
+        "cylinder": lambda: prim.compliant_cylinder(shape.radius, shape.length, E, h, delta),
+        "capsule": lambda: prim.compliant_capsule(shape.radius, shape.length, E, h, delta),
+        "ellipsoid": lambda: prim.compliant_ellipsoid(shape.radii, E, h, delta),
+    }[t]().validate(f"{t} mesh")
 
 
 def _build_file(shape: Shape, contact: Contact) -> Geometry:

@@ -36,7 +36,7 @@ What each URDF part becomes, with the robot at its zero configuration placed at 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +55,19 @@ FIXED_BASE_JOINT = "fixed_base"
 @dataclass(frozen=True)
 class Robot:
     """A robot of a scene: its name, its URDF file (absolute path), the body of each link
-    (link name -> body name; a massless link merged into another body maps to that body) and
-    the scene joint of each URDF joint (joint name -> scene joint name; None for a floating
-    joint, or a fixed joint whose child was merged into its parent)."""
+    (link name -> body name; a massless link merged into another body maps to that body), the
+    scene joint of each URDF joint (joint name -> scene joint name; None for a floating
+    joint, or a fixed joint whose child was merged into its parent) and the geometries of each
+    link (link name -> the names, within its body, of the geometries made from its <collision>
+    elements, in file order: what another engine that loads the same URDF needs to give each
+    of its shapes the scene's contact material)."""
 
     name: str
     urdf: str
     links: dict[str, str]
     joints: dict[str, str | None]
     fixed_base: bool
+    geometries: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,13 +118,10 @@ def _geometry_names(model: UrdfModel, members: list[str], merged: set[str]) -> d
 def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> RobotTables:
     """The tables of the index-th [[robot]] of scene file `source` (module docstring). Raises
     SceneError naming the scene file, the robot and the key, or the URDF file, link and joint."""
-    from ..scene import _Table
+    from ..scene import named_table
 
-    name = data.get("name") if isinstance(data, dict) else None
-    label = f"robot '{name}'" if isinstance(name, str) else f"robot #{index}"
-    t = _Table(data, label, source)
-    name = t.string("name", required=True)
-    if not name.strip() or "/" in name:
+    t, name, label = named_table(data, "robot", index, source)
+    if "/" in name:
         raise t.error("name", f"must be a non-empty name without '/' (bodies are named ROBOT/LINK), got {name!r}")
     urdf_name = t.string("urdf", required=True)
     urdf_path = Path(urdf_name)
@@ -163,7 +164,7 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
     X_W = link_frames(model, p_WR, R_WR)
     owner = link_owners(model, fixed_base, where)
 
-    bodies = _body_tables(name, model, X_W, owner, contacts)
+    bodies, geometries = _body_tables(name, model, X_W, owner, contacts)
     joints, joint_names = _joint_tables(name, model, X_W, owner, actuators, defaults)
     if fixed_base and not model.links[model.root].massless:
         joints.insert(0, {"name": f"{name}/{FIXED_BASE_JOINT}", "type": "fixed", "parent": "world",
@@ -172,7 +173,7 @@ def robot_tables(data: Any, index: int, source: str, base_dir: Path | None) -> R
     if not self_collision and len(bodies) > 1:
         filters.append({"bodies": [b["name"] for b in bodies]})
     robot = Robot(name=name, urdf=model.path, links={link: f"{name}/{owner[link]}" for link in model.tree_order},
-                  joints=joint_names, fixed_base=fixed_base)
+                  joints=joint_names, fixed_base=fixed_base, geometries=geometries)
     return RobotTables(bodies, joints, filters, robot)
 
 
@@ -208,18 +209,21 @@ def link_owners(model: UrdfModel, fixed_base: bool, where: str) -> dict[str, str
     return owner
 
 
-def _body_tables(robot: str, model: UrdfModel, X_W: dict, owner: dict[str, str], contacts: dict[str, dict]) -> list[dict]:
+def _body_tables(robot: str, model: UrdfModel, X_W: dict, owner: dict[str, str],
+                 contacts: dict[str, dict]) -> tuple[list[dict], dict[str, tuple[str, ...]]]:
     """One [[body]] table (named ROBOT/LINK) per owning link: pose, mass properties (static when
     massless: a fixed-base root) and the collision shapes of every link it owns, posed in its
-    frame."""
+    frame; and the geometry names of each link's collision shapes (Robot.geometries)."""
     merged = {link for link, o in owner.items() if o != link}
     members: dict[str, list[str]] = {}
     for link in model.tree_order:
         members.setdefault(owner[link], []).append(link)
-    bodies = []
+    bodies, link_geometries = [], {}
     for link, group in members.items():
         p_WB, R_WB = X_W[link]
         geometry_names = _geometry_names(model, group, merged)
+        for member in group:
+            link_geometries[member] = tuple(geometry_names[(member, i)] for i in range(len(model.links[member].collisions)))
         geometries = []
         for member in group:
             p_WL, R_WL = X_W[member]
@@ -240,7 +244,7 @@ def _body_tables(robot: str, model: UrdfModel, X_W: dict, owner: dict[str, str],
             body.update(type="dynamic", mass=inertial.mass, center_of_mass=inertial.p_LC.tolist(),
                         inertia=[I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])
         bodies.append(body)
-    return bodies
+    return bodies, link_geometries
 
 
 def _joint_tables(robot: str, model: UrdfModel, X_W: dict, owner: dict[str, str], actuators: dict[str, dict],
