@@ -237,15 +237,20 @@ def test_viewer_draws_tactile_insets_only_when_given(arch):
     sensor = sim.tactile_sensor("gripper/left_finger", geometry="left_pad/pad", grid=(12, 8))
     sim.step(60)
     assert sensor.pressure()[0].max() > 0
+    corner = (slice(240 - 72, 240 - 5), slice(6, 60))  # the inset: 0.3 of the height, from 0.02 of each side
     try:
-        with_inset = viewer.Viewer(sim, size=(320, 240), tactile=[sensor]).render().astype(int)
-        without = viewer.Viewer(sim, size=(320, 240)).render().astype(int)
+        with_view, without_view = viewer.Viewer(sim, size=(320, 240), tactile=[sensor]), viewer.Viewer(sim, size=(320, 240))
     except viewer.ViewerError as exc:
         pytest.skip(f"no GGUI here: {exc}")
-    corner = (slice(240 - 72, 240 - 5), slice(6, 60))  # the inset: 0.3 of the height, from 0.02 of each side
+    # GGUI's read-back on lavapipe now and then returns a frame without the shaded meshes (the
+    # README's known limits): a pair of frames whose rest differs is drawn again, three times at most.
+    for _ in range(3):
+        with_inset, without = with_view.render().astype(int), without_view.render().astype(int)
+        rest = np.abs(with_inset[:100, 100:] - without[:100, 100:]).sum(axis=2) > 60
+        if rest.mean() < 0.01:
+            break
     differs = np.abs(with_inset[corner] - without[corner]).sum(axis=2) > 60
     print(f"{int(differs.sum())} of {differs.size} corner pixels differ")
     assert differs.mean() > 0.5
-    rest = np.abs(with_inset[:100, 100:] - without[:100, 100:]).sum(axis=2) > 60
     print(f"{int(rest.sum())} pixels of the rest of the frame differ")
     assert rest.mean() < 0.01  # the rest of the frame is the same (but for GGUI's read-back noise on lavapipe)
