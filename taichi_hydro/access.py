@@ -80,7 +80,8 @@ class WorldAccess:
         A reset world also loses its controls (set_control; set_joint_control's go back to the
         scene's values), its warm start (pair impulses and stored per-polygon and joint
         impulses: its next step starts cold, like a fresh simulator), its
-        divergence flag and solver statistics, and its world_steps() count; every other world
+        divergence flag and solver statistics, its tactile images (zero until its next step)
+        and its world_steps() count; every other world
         is untouched bit for bit. Per-world parameters persist (reset_parameters restores
         them). With worlds=None the global clock also restarts: time, step_count and
         step_totals() go to 0. Raises SceneError for a bad selection or state."""
@@ -96,6 +97,8 @@ class WorldAccess:
         args.update({f"stage_{k}": stage[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)})
         self._reset_plan.run(args)
         self.warm.forget(self.world_row)
+        self.tactile_sensors.clear(self.world_row)
+        self._contact_fresh = False
         self._world_steps[selected] = 0
         if worlds is None:
             spend_launches(1)

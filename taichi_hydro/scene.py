@@ -198,6 +198,12 @@ class SolverSettings:
       when their neighbours move them past it; see solver.world_schedule). The solve stops by
       the same test, with errors of the same size as the full sweeps'; false updates every contact in
       every sweep. No effect on Jacobi.
+    contact ["polygons"]: "polygons" makes one point contact per contact polygon (Masterjohn
+      2022, the model); "point" collapses each patch (the polygons of one pair of geometries
+      in one world) into one point contact at its pressure centre with the patch's total
+      stiffness and static force (contact.patch_point), as a point-contact engine would: for
+      comparison only (it has no friction torque about the patch normal). Not with
+      deterministic = true.
     deterministic [false]: results independent of thread timing, bit for bit from run to run
       and equal to a one-world run world by world: contacts are sorted within each world and
       float sums are gathered in that order instead of accumulated by atomics (see
@@ -214,6 +220,7 @@ class SolverSettings:
     method: str = "auto"
     deterministic: bool = False
     sleep: bool = True
+    contact: str = "polygons"
 
 
 @dataclass(frozen=True)
@@ -606,7 +613,11 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         method=st.string("method", "auto", choices=("auto", "jacobi", "accelerated", "gauss_seidel", "newton")),
         deterministic=st.boolean("deterministic", False),
         sleep=st.boolean("sleep", True),
+        contact=st.string("contact", "polygons", choices=("polygons", "point")),
     )
+    if solver.contact == "point" and solver.deterministic:
+        raise st.error("contact", "\"point\" (a comparison mode) sums each patch with float atomics, so it cannot be "
+                                  "deterministic; use deterministic = false, or contact = \"polygons\"")
     if solver.method in ("gauss_seidel", "newton") and solver.schedule == "contact":
         raise st.error("method", f"{solver.method} needs schedule = \"world\" (one thread solves a whole world)")
     if solver.method == "newton" and solver.mode == "convex":

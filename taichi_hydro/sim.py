@@ -17,6 +17,7 @@ from .collision.surfaces import ContactSurface, group_surfaces
 from .contact import ContactRows, WarmStartTable
 from .contact import assemble as ca
 from .contact import ordering as co
+from .contact import patch_point as cp
 from .contact import warmstart as cw
 from .errors import BindingError, CapacityError, SceneError
 from .joint import Joints, build_joint_layout
@@ -30,6 +31,8 @@ from .scene import Scene
 from .solver import BilateralRows, SolverData, SolverOptions, add_solve
 from .state import Control, State
 from .stats import track_counts
+from .tactile import TactileSensor, TactileSensors, resolve_face
+from .tactile.sensor import checked_grid
 from .types import COUNTER_SLOTS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS, host_float
 
 __all__ = ["Simulator"]
@@ -83,6 +86,8 @@ class Simulator(WorldAccess):
             setattr(self, name, container)
         self.max_counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.stat_sums = ti.ndarray(float, 8)
+        self.tactile_sensors = TactileSensors()
+        self._contact_fresh = False  # the pool and rows hold the last step's polygons and impulses
         self._step_plan = self._collide_plan = None
         self.time, self.step_count = 0.0, 0
         self._world_steps = np.zeros(self.worlds, dtype=np.int64)
@@ -100,8 +105,9 @@ class Simulator(WorldAccess):
         if self.joint_layout is not None:
             joints = Joints(self.joint_layout, W)
             bilateral.uniform(self.joint_layout.rows_per_world)
+        rows = ContactRows(W, B, P, capacity, self.options.patch_point)
         return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, host_float()),
-                "collision": collision, "rows": ContactRows(W, B, P, capacity), "warm": WarmStartTable(W, P, capacity),
+                "collision": collision, "rows": rows, "warm": WarmStartTable(W, P, capacity),
                 "solver": SolverData(self.options, W, B, capacity), "bilateral": bilateral, "joints": joints,
                 "_saved_state": State(W, B).arrays(),  # a chunk's start state (step restores it after a pool overflow)
                 # ... and the step before it's counts, which the chunk's first step adds to stat_sums (track_counts)
@@ -158,7 +164,7 @@ class Simulator(WorldAccess):
         o = self.options
         parts = (self.model.arrays(), self.state.arrays(), self.control.arrays(), self.params.arrays(), self.collision.arrays(),
                  self.rows.arrays(), self.warm.arrays(), self.solver.arrays(), self.bilateral.arrays(),
-                 self.joints.arrays() if self.joints is not None else {},
+                 self.joints.arrays() if self.joints is not None else {}, self.tactile_sensors.arrays(),
                  {"max_counts": self.max_counts, "stat_sums": self.stat_sums},
                  {"dt": float(self.dt), "iterations": int(o.iterations), "tolerance": float(o.tolerance),
                   "relaxation": float(o.relaxation), "beta": float(o.beta), "sigma": float(o.sigma)})
@@ -190,14 +196,15 @@ class Simulator(WorldAccess):
         self.solver.resize(self.collision.pool.capacity)
 
     def _build_step_plan(self) -> Plan:
-        """One time step (DESIGN §3): collide -> assemble -> solve -> integrate."""
+        """One time step (DESIGN §3): collide -> assemble -> solve -> integrate; the integrate
+        stage starts with the images of the tactile sensors (tactile.raster)."""
         o = self.options
         plan = Plan("step", self.bindings())
         self.collision.add_launches(plan)
         plan.add(track_counts)
         stages = [("collide", len(plan.launches))]
         plan.add(ig.free_velocity)
-        plan.add(ca.count_contacts(o.deterministic))
+        plan.add(cp.count_patches if o.patch_point else ca.count_contacts(o.deterministic))
         plan.add(scan_blocks, x="world_start", block_sum="world_scratch", n="world_count")
         plan.add(scan_sums, block_sum="world_scratch", nblocks="world_blocks")
         plan.add(scan_add, x="world_start", block_sum="world_scratch", n="world_count")
@@ -205,7 +212,7 @@ class Simulator(WorldAccess):
             plan.add(co.pair_offsets)
             plan.add(co.scatter_rows)
             plan.add(co.rank_rows)
-        plan.add(ca.assemble_contacts(o.deterministic))
+        plan.add(cp.assemble_patches if o.patch_point else ca.assemble_contacts(o.deterministic))
         if o.deterministic:
             plan.add(co.sum_pair_weights)
         plan.add(ca.finalize_contacts(o.warm_start, o.split))
@@ -215,6 +222,7 @@ class Simulator(WorldAccess):
         stages.append(("assemble", len(plan.launches)))
         add_solve(plan, o, self.solver)
         stages.append(("solve", len(plan.launches)))
+        self.tactile_sensors.add_launches(plan)  # the polygons, their poses and solved impulses
         plan.add(ig.check_divergence)
         plan.add(ig.integrate)
         plan.add(co.sum_pair_impulses if o.deterministic else cw.accumulate_pair_impulses)
@@ -283,6 +291,7 @@ class Simulator(WorldAccess):
                 args = self.bindings()
                 self._save()
             done += chunk
+            self._contact_fresh = True
             self.step_count += chunk
             self._world_steps += chunk
             self.time += chunk * self.dt
@@ -323,6 +332,7 @@ class Simulator(WorldAccess):
         if self._collide_plan is None:
             self._collide_plan = Plan("collide", self.bindings())
             self.collision.add_launches(self._collide_plan)
+        self._contact_fresh = False  # the pool no longer matches the last step's rows
         return self.collision.run(self._collide_plan, self.bindings(), self.graph)
 
     @live
@@ -331,7 +341,8 @@ class Simulator(WorldAccess):
         self._check_world(world)
         counts = self.collide()
         pool = self.collision.pool.to_numpy(int(counts[3]))
-        return group_surfaces(pool, world, self.model.host)
+        spend_launches(1)
+        return group_surfaces(pool, world, self.model.host, self.collision.pair_deep.to_numpy()[world])
 
     # ----------------------------------------------------------------------------- statistics
 
@@ -383,3 +394,42 @@ class Simulator(WorldAccess):
         for p in range(host.pair_count):
             out[:, columns[host.pair_names(p)]] += impulse[:, p] / self.dt
         return names, out
+
+    # ----------------------------------------------------------------------------- tactile
+
+    @live
+    def tactile_sensor(self, body, grid=(16, 16), geometry: str | None = None, face=None) -> TactileSensor:
+        """The tactile sensor of a face of `body` (name or index), whose images every step makes
+        from then on (tactile.TactileSensor: pressure and shear, (worlds, rows, cols) [Pa], as
+        NumPy copies or zero-copy torch views). geometry: the name of one
+        of the body's geometries (None: its only one); face: a box side "+x" ... "-z" in the
+        geometry frame, a dict {"center", "normal", "u", "size"} (geometry frame, m), or None:
+        the box's largest side farther from the body's centre of mass (tactile.face); grid:
+        (rows, cols), rows along the face's v axis, columns along u. The same arguments give
+        the same sensor. A sensor made between steps is drawn at once from the last step's
+        polygons and impulses, placed at the body's current pose (it moved by v dt since
+        they were computed), or is zero when there is no such step (none yet, or
+        contact_surfaces() has recomputed the polygons since); from its first step on, at the
+        poses the polygons were computed at. SceneError for a bad body, geometry, face or grid."""
+        grid = checked_grid(grid)
+        key = (body, geometry, repr(face), grid)
+        sensor = self.tactile_sensors.find(key)
+        if sensor is not None:
+            return sensor
+        sensor = self.tactile_sensors.add(key, resolve_face(self.model.host, body, geometry, face), grid, self.worlds)
+        self._step_plan = None  # the step now makes its images too
+        if self._contact_fresh:
+            now = Plan("tactile", self.bindings())
+            sensor.add_launch(now)
+            now.run(self.bindings())
+        return sensor
+
+    def tactile(self, body, grid=(16, 16), geometry: str | None = None, face=None, as_torch: bool = False) -> dict:
+        """The last step's tactile images of a face of `body` (arguments as tactile_sensor,
+        which makes the sensor on the first call): {"pressure": (worlds, rows, cols) [Pa],
+        "shear": (worlds, rows, cols, 2) [Pa]}, NumPy copies, or with as_torch=True zero-copy
+        torch views (cpu and cuda backends), current after every later step as well."""
+        sensor = self.tactile_sensor(body, grid, geometry, face)
+        if as_torch:
+            return sensor.tensors()
+        return {"pressure": sensor.pressure(), "shear": sensor.shear()}

@@ -25,7 +25,7 @@ from .rotation import rotation_matrices
 from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "write_frames", "tet_edges", "arrow_segments", "view",
-           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles", "joint_axis_segments"]
+           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles", "joint_axis_segments", "inset_triangles"]
 
 # Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
 _MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
@@ -110,6 +110,47 @@ class _Buffer:
                    two_sided=True, show_wireframe=wireframe)
 
 
+def inset_triangles(image: np.ndarray, x0: float, y0: float, width: float, height: float):
+    """A tactile image (rows, cols) [Pa] as a heat map of flat-coloured quads in canvas
+    coordinates (x right, y up, both in [0, 1]): (6 rows x cols, 2) vertices and their colours,
+    row 0 at the bottom, column 0 at the left, on the pressure colour map from 0 to the image's
+    largest value."""
+    rows, cols = image.shape
+    xs = x0 + width * np.arange(cols + 1) / cols
+    ys = y0 + height * np.arange(rows + 1) / rows
+    i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    corners = [(i, j), (i, j + 1), (i + 1, j + 1), (i, j), (i + 1, j + 1), (i + 1, j)]
+    v = np.stack([np.stack([xs[c], ys[r]], axis=-1) for r, c in corners], axis=2).reshape(-1, 2)
+    top = float(image.max())
+    colors = np.repeat(pressure_colors(image, 0.0, top if top > 0 else 1.0).reshape(-1, 1, 3), 6, axis=1).reshape(-1, 3)
+    return v, colors
+
+
+class _Triangles2D:
+    """Taichi fields of canvas triangles (2D vertices, colours), grown by doubling."""
+
+    capacity: int = 0
+    count: int = 0
+    vertices: object = None
+    colors: object = None
+
+    def draw(self, canvas, vertices: np.ndarray, colors: np.ndarray) -> None:
+        import taichi as ti
+
+        self.count = len(vertices)
+        if self.count == 0:
+            return
+        if self.count > self.capacity:
+            self.capacity = max(96, 1 << int(np.ceil(np.log2(self.count))))
+            self.vertices, self.colors = ti.Vector.field(2, ti.f32, self.capacity), ti.Vector.field(3, ti.f32, self.capacity)
+        v, c = np.zeros((self.capacity, 2), np.float32), np.zeros((self.capacity, 3), np.float32)
+        v[: self.count], c[: self.count] = vertices, colors
+        # Unused slots: degenerate triangles at the origin.
+        self.vertices.from_numpy(v)
+        self.colors.from_numpy(c)
+        canvas.triangles(self.vertices, per_vertex_color=self.colors)
+
+
 class _Lines:
     """A Taichi field of segment end points (pairs) for one scene.lines call, grown by doubling."""
 
@@ -180,7 +221,7 @@ class Renderer:
     """Draws one world of a Simulator into a GGUI scene and canvas."""
 
     def __init__(self, sim, world: int = 0, patches: bool = True, normals: bool = False, forces: bool = False,
-                 tets: bool = False, joints: bool = False):
+                 tets: bool = False, joints: bool = False, tactile=(), aspect: float = 4.0 / 3.0):
         if not 0 <= world < sim.worlds:
             raise SceneError(f"world must be in [0, {sim.worlds - 1}], got {world}")
         self.sim = sim
@@ -190,6 +231,9 @@ class Renderer:
         self.forces = forces    # net contact force per body pair, at its patch centroid
         self.tets = tets        # edges of the compliant bodies' tet meshes
         self.joints = joints    # joint axes at the joint origins
+        self.tactile = list(tactile)  # tactile.TactileSensor insets, bottom left, one above the other
+        self.aspect = aspect    # canvas width / height (insets keep their faces' proportions)
+        self._insets = _Triangles2D()
         self._lines = {k: _Lines() for k in ("normals", "forces", "tets", "joints")}
         host = sim.model.host
         geom_body = host.geom_body  # geometries are drawn at their body's pose
@@ -277,6 +321,29 @@ class Renderer:
         canvas.scene(scene)
         if self.patches:
             self._draw_colour_bar(canvas)
+        if self.tactile:
+            self._insets.draw(canvas, *self.inset_geometry())
+
+    def inset_geometry(self) -> tuple[np.ndarray, np.ndarray]:
+        """Canvas triangles and colours of every tactile inset of this world: each image (from the
+        last step) in a box 0.3 of the canvas high (or less, to fit), its face's proportions
+        kept, stacked upwards from the bottom left corner."""
+        verts, cols = [], []
+        y = 0.02
+        for sensor in self.tactile:
+            image = sensor.pressure()[self.world]
+            width_m, height_m = sensor.face.size
+            h = min(0.3, 0.9 / max(len(self.tactile), 1))
+            w = h * (width_m / height_m) / self.aspect
+            if w > 0.3:
+                w, h = 0.3, 0.3 * self.aspect * height_m / width_m
+            v, c = inset_triangles(image, 0.02, y, w, h)
+            verts.append(v)
+            cols.append(c)
+            y += h + 0.02
+        if not verts:
+            return np.zeros((0, 2)), np.zeros((0, 3))
+        return np.concatenate(verts), np.concatenate(cols)
 
     def _draw_colour_bar(self, canvas, steps: int = 16) -> None:
         """A vertical colour bar at the right edge of the canvas (normalised coordinates)."""
@@ -341,6 +408,8 @@ class Renderer:
             lines.append(f"pressure 0 .. {self.pressure_range[1]:.4g} Pa (colour bar)")
         if self.forces:
             lines.append(f"largest pair force {getattr(self, 'force_max', 0.0):.4g} N (longest arrow)")
+        for sensor in self.tactile:
+            lines.append(f"tactile {sensor.face.label}: up to {sensor.pressure()[self.world].max():.4g} Pa")
         if steps_per_s is not None:
             lines.append(f"{steps_per_s:.0f} steps/s")
         return lines
@@ -431,16 +500,26 @@ class Viewer:
         frame = Viewer(sim).render(world=0)     # (height, width, 3) uint8, top row first
 
     Each render draws the simulator's current state (bodies, and the contact patches of that
-    world coloured by pressure when `patches`). Raises ViewerError without a Vulkan driver."""
+    world coloured by pressure when `patches`); tactile: sensors (Simulator.tactile_sensor)
+    whose last pressure images are drawn as insets, bottom left. Raises ViewerError without a
+    Vulkan driver."""
 
     def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True, normals: bool = False,
-                 forces: bool = False, tets: bool = False, joints: bool = False):
+                 forces: bool = False, tets: bool = False, joints: bool = False, tactile=()):
         self.sim = sim
         self.size = checked_size(size)
-        self.renderer = Renderer(sim, world, patches, normals, forces, tets, joints)
+        self.renderer = Renderer(sim, world, patches, normals, forces, tets, joints, tactile, self.size[0] / self.size[1])
         self.window = _offscreen_window(self.size)
         self.scene, self.camera = _setup(self.window, self.renderer, self.renderer.camera_position())
         self.canvas = self.window.get_canvas()
+
+    def look(self, eye, target) -> None:
+        """Place the camera at `eye` looking at `target` (world points [m]; z stays up)."""
+        eye, target = np.asarray(eye, dtype=np.float64), np.asarray(target, dtype=np.float64)
+        self.camera.position(*eye)
+        self.camera.lookat(*target)
+        self.renderer.eye = eye  # patches are lifted towards it
+        self.renderer.center = target
 
     def render(self, world: int | None = None) -> np.ndarray:
         """The current state of `world` (default: the last one drawn) as an RGB image."""
@@ -480,8 +559,8 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
            patches: bool = True, fps: int = 30, **shown) -> Path:
     """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
     each frame after the first, and write them to `path` (.png: the last frame; .gif; .mp4,
-    which needs imageio-ffmpeg). `shown`: normals, forces, tets, joints (see Renderer). Returns
-    the path."""
+    which needs imageio-ffmpeg). `shown`: normals, forces, tets, joints, tactile (see Renderer).
+    Returns the path."""
     path = check_output(path, FORMATS, "--record", create_folder=True)
     frames = integer(frames, "frames", 1)
     steps_per_frame = integer(steps_per_frame, "steps_per_frame", 0)
@@ -540,8 +619,9 @@ def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patche
 
     if not has_display():
         raise ViewerError("no display (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4 to render offscreen")
-    renderer = Renderer(sim, world, patches, **shown)
-    window = _window(checked_size(size), show=True)
+    size = checked_size(size)
+    renderer = Renderer(sim, world, patches, aspect=size[0] / size[1], **shown)
+    window = _window(size, show=True)
     scene, camera = _setup(window, renderer, renderer.camera_position())
     canvas = window.get_canvas()
     gui = window.get_gui()

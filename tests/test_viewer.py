@@ -217,3 +217,40 @@ def test_viewer_draws_joint_axes_only_when_asked(arch):
     plain = near(v.render())
     v.renderer.joints = True
     assert int(np.count_nonzero(near(v.render()) & ~plain)) > 10
+
+
+def test_inset_triangles_lay_the_image_out_row_0_at_the_bottom():
+    image = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])  # 2 rows, 3 columns
+    v, c = viewer.inset_triangles(image, 0.1, 0.2, 0.3, 0.4)
+    assert v.shape == (36, 2) and c.shape == (36, 3)
+    quads = v.reshape(2, 3, 6, 2)
+    np.testing.assert_allclose(quads[0, 0].min(axis=0), [0.1, 0.2])  # pixel (0, 0) at the lower left
+    np.testing.assert_allclose(quads[1, 2].max(axis=0), [0.4, 0.6])  # the last one at the upper right
+    np.testing.assert_allclose(c.reshape(2, 3, 6, 3)[1, 2, 0], viewer.pressure_colors(np.array(5.0), 0.0, 5.0))
+    np.testing.assert_allclose(c.reshape(2, 3, 6, 3)[0, 0, 0], viewer.pressure_colors(np.array(0.0), 0.0, 5.0))
+
+
+def test_viewer_draws_tactile_insets_only_when_given(arch):
+    """scenes/gripper.toml after 60 steps: with the left pad's tactile sensor the frame's lower
+    left corner holds its pressure image (colour-map pixels that the frame without it lacks)."""
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "gripper.toml"))
+    sensor = sim.tactile_sensor("gripper/left_finger", geometry="left_pad/pad", grid=(12, 8))
+    sim.step(60)
+    assert sensor.pressure()[0].max() > 0
+    corner = (slice(240 - 72, 240 - 5), slice(6, 60))  # the inset: 0.3 of the height, from 0.02 of each side
+    try:
+        with_view, without_view = viewer.Viewer(sim, size=(320, 240), tactile=[sensor]), viewer.Viewer(sim, size=(320, 240))
+    except viewer.ViewerError as exc:
+        pytest.skip(f"no GGUI here: {exc}")
+    # GGUI's read-back on lavapipe now and then returns a frame without the shaded meshes (the
+    # README's known limits): a pair of frames whose rest differs is drawn again, three times at most.
+    for _ in range(3):
+        with_inset, without = with_view.render().astype(int), without_view.render().astype(int)
+        rest = np.abs(with_inset[:100, 100:] - without[:100, 100:]).sum(axis=2) > 60
+        if rest.mean() < 0.01:
+            break
+    differs = np.abs(with_inset[corner] - without[corner]).sum(axis=2) > 60
+    print(f"{int(differs.sum())} of {differs.size} corner pixels differ")
+    assert differs.mean() > 0.5
+    print(f"{int(rest.sum())} pixels of the rest of the frame differ")
+    assert rest.mean() < 0.01  # the rest of the frame is the same (but for GGUI's read-back noise on lavapipe)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ContactSurface", "group_surfaces"]
+__all__ = ["ContactSurface", "group_surfaces", "kept_polygons"]
 
 
 @dataclass
@@ -27,8 +27,10 @@ class ContactSurface:
     arrays, and `area`, `pressure` (at the centroid), `centroid`, `normal`, `g_a`, `g_b`
     (directional pressure gradients [Pa/m], inf on a rigid side), `geometry_a`, `geometry_b`
     (the name of the geometry of body_a and of body_b each polygon lies on), `element_a`,
-    `element_b` (tet or triangle index within that geometry's mesh; 0 for a half-space) are
-    arrays.
+    `element_b` (tet or triangle index within that geometry's mesh; 0 for a half-space) and
+    `contact` (True where the solver makes a point contact of the polygon: its gradients are
+    not round-off against |grad p|, contact.assemble; e.g. False where a box's field runs along
+    the surface, near its side walls) are arrays.
 
     A pair of two rigid geometries is computed with the compliant twin of one of them
     (geometry.twin): its polygons name the geometry the twin stands for, their element is a
@@ -47,6 +49,36 @@ class ContactSurface:
     mean_pressure: float
     polygons: dict = field(repr=False, default_factory=dict)
 
+    def pressure_center(self) -> np.ndarray:
+        """The pressure centre c = sum A p0 x / sum A p0 over the polygons the solver makes
+        contacts of (polygons["contact"]) with p0 > 0 (x their centroids) [m], world frame: where
+        the static pressure force of the contacts acts. NaN when none has pressure."""
+        area, p0, x = self.polygons["area"], self.polygons["pressure"], self.polygons["centroid"]
+        f = np.where((p0 > 0.0) & self.polygons["contact"], area * p0, 0.0)
+        return (f[:, None] * x).sum(axis=0) / f.sum() if f.sum() > 0 else np.full(3, np.nan)
+
+    def torsional_capacity(self, mu: float) -> float:
+        """The largest friction torque [N m] the surface can resist about the axis through its
+        pressure centre c along its mean normal nbar (the direction of its static force), at
+        friction coefficient mu, with every polygon i sliding at its limit mu A_i p0_i:
+            M_max = sum_i mu A_i p0_i |P_i (nbar x (x_i - c))|,
+        P_i the projection onto polygon i's tangent plane (its friction acts in that plane).
+        For a flat surface this is sum_i mu A_i p0_i |x_i - c|, the distance of each centroid
+        from the axis. The sums run over the polygons the solver makes contacts of, each one
+        point contact as in the solver (polygons without pressure, or without a contact, carry
+        no friction), so this is the torque the simulation itself can resist."""
+        area, p0 = self.polygons["area"], self.polygons["pressure"]
+        x, n = self.polygons["centroid"], self.polygons["normal"]
+        f = np.where((p0 > 0.0) & self.polygons["contact"], area * p0, 0.0)
+        if f.sum() <= 0:
+            return 0.0
+        c = (f[:, None] * x).sum(axis=0) / f.sum()
+        nbar = (f[:, None] * n).sum(axis=0)
+        nbar /= np.linalg.norm(nbar)
+        lever = np.cross(nbar, x - c)
+        lever -= (lever * n).sum(axis=1)[:, None] * n
+        return float(mu * (f * np.linalg.norm(lever, axis=1)).sum())
+
     def summary(self) -> dict:
         """The JSON fields of CONTRACT's `taichi-hydro contact`."""
         return {
@@ -61,10 +93,28 @@ class ContactSurface:
         }
 
 
-def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[ContactSurface]:
+def kept_polygons(poly_g: np.ndarray, deep: np.ndarray) -> np.ndarray:
+    """Which polygons (rows of poly_g, columns types.POLY_*) the contact assembly keeps
+    (contact.assemble.valid_polygon): positive area, and each side's directional gradient
+    positive and above GRADIENT_REL of its |grad p| (inf on a rigid side); in a deep pair
+    (deep[i] = 1), any gradient that is not NaN."""
+    from ..contact.assemble import GRADIENT_REL
+    from ..types import POLY_AREA, POLY_GA, POLY_GRAD_A
+
+    g = poly_g.astype(np.float64)
+    ok = g[:, POLY_AREA] > 0.0
+    for side in range(2):
+        gs, gn = g[:, POLY_GA + side], g[:, POLY_GRAD_A + side]
+        with np.errstate(invalid="ignore"):
+            ok &= np.where(deep == 1, ~np.isnan(gs), np.isposinf(gs) | (gs > GRADIENT_REL * gn))
+    return ok
+
+
+def group_surfaces(pool: dict[str, np.ndarray], world: int, model, pair_deep: np.ndarray | None = None) -> list[ContactSurface]:
     """Group the polygons of `world` by body pair, in scene order; the polygons of a body pair's
     several geometry pairs make one surface. pool: PolygonPool.to_numpy() arrays (converted to
-    float64 here); model: ModelData. Pairs without polygons are omitted."""
+    float64 here); model: ModelData; pair_deep: the world's row of the collision's pair_deep
+    (P,) (None: no deep pair), for polygons["contact"]. Pairs without polygons are omitted."""
     from ..types import P_BODY_HI, P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, K_PAIR, K_WORLD, POLY_AREA, POLY_GA, POLY_GB, POLY_P0
 
     pid = pool["poly_i"]
@@ -115,6 +165,8 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model) -> list[Conta
                     "geometry_b": names[:, 1].copy(),
                     "element_a": elements[:, 0].copy(),
                     "element_b": elements[:, 1].copy(),
+                    "contact": kept_polygons(pool["poly_g"][rows],
+                                             np.zeros(len(rows), int) if pair_deep is None else pair_deep[pid[rows, K_PAIR]]),
                 },
             )
         )

@@ -29,9 +29,13 @@ class ContactRows:
     Per (world, pair): pair_scale (near-rigid stiffness scale), pair_weight [N] (warm-start
       weight), pair_rows, pair_first, pair_end (deterministic row ranges).
     Per (world, body): body_contacts (rows touching a dynamic body).
+    Point-contact mode only (patch_point=True, [solver] contact = "point"; contact.patch_point):
+      per (world, pair) patch_sum vec4 (columns patch_point.PATCH_*), patch_c, patch_ck
+      (pressure- and stiffness-weighted sums of polygon centroids [N m]), patch_n, patch_nk
+      (weighted sums of normals [N, N/m]).
     Scalars: world_count, world_blocks."""
 
-    def __init__(self, worlds: int, bodies: int, pairs: int, capacity: int):
+    def __init__(self, worlds: int, bodies: int, pairs: int, capacity: int, patch_point: bool = False):
         W, B, P = worlds, bodies, max(pairs, 1)
         self.worlds = worlds
         self.world_start = ti.ndarray(ti.i32, W + 1)
@@ -41,6 +45,10 @@ class ContactRows:
             setattr(self, name, ti.ndarray(float, (W, P)))
         for name in ("pair_rows", "pair_first", "pair_end"):
             setattr(self, name, ti.ndarray(ti.i32, (W, P)))
+        if patch_point:
+            self.patch_sum = ti.ndarray(vec4, (W, P))
+            for name in ("patch_c", "patch_ck", "patch_n", "patch_nk"):
+                setattr(self, name, ti.ndarray(vec3, (W, P)))
         self.capacity = -1
         self.resize(capacity)
 

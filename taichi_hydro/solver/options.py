@@ -16,7 +16,8 @@ class SolverOptions:
 
     Compile-time (kernels specialise on them with ti.static; each combination compiles once):
     schedule ("world" | "contact"), method ("jacobi" | "accelerated" | "gauss_seidel" | "newton"),
-    coulomb (the De Saxce term), sleep (Gauss-Seidel only), deterministic, warm_start.
+    coulomb (the De Saxce term), sleep (Gauss-Seidel only), deterministic, warm_start,
+    patch_point (one point contact per patch: [solver] contact = "point").
     Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
     [m/s], relaxation omega, beta, sigma."""
 
@@ -31,6 +32,7 @@ class SolverOptions:
     relaxation: float
     beta: float
     sigma: float
+    patch_point: bool = False
 
     @staticmethod
     def resolve(settings: SolverSettings, arch: str, source: str = "<scene>", joints: bool = False) -> "SolverOptions":
@@ -56,6 +58,7 @@ class SolverOptions:
             sleep=method == "gauss_seidel" and settings.sleep, deterministic=settings.deterministic,
             warm_start=settings.warm_start, iterations=int(settings.iterations), tolerance=float(settings.tolerance),
             relaxation=float(settings.relaxation), beta=float(settings.beta), sigma=float(settings.sigma),
+            patch_point=settings.contact == "point",
         )
 
     @property
