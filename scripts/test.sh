@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install taichi_hydro with its test extras into .venv and run the test suite on the CPU
-# backend, then on Vulkan (Mesa's lavapipe when there is no GPU). torch, optional, is added
+# backend and on Vulkan (Mesa's lavapipe when there is no GPU), side by side. torch, optional, is added
 # when a wheel of it lies on this machine (th_torch_local in setup.sh). TH_ARCHES overrides the
 # list (e.g. TH_ARCHES=cpu); TH_REQUIRE_VULKAN=1 makes a missing Vulkan driver an error.
 # Extra arguments go to pytest.
@@ -9,24 +9,22 @@ arches=${TH_ARCHES:-cpu vulkan}
 case " $arches " in *" vulkan "*) th_system vulkan || true ;; *) th_system cpu ;; esac
 th_venv test
 th_torch_local
-status=0
-for arch in $arches; do
-  if [ "$arch" = vulkan ] && ! .venv/bin/python -c "import taichi_hydro as th; th.init('vulkan')" >/dev/null 2>&1; then
-    if [ "${TH_REQUIRE_VULKAN:-0}" = 1 ]; then
-      th_log "Vulkan is required but not usable:"; .venv/bin/python -c "import taichi_hydro as th; th.init('vulkan')" || true
-      status=1; continue
-    fi
-    th_log "skipping the vulkan run: no usable Vulkan driver"; continue
-  fi
-  th_log "pytest --arch $arch"
-  if [ "$arch" != vulkan ]; then
-    .venv/bin/python -m pytest -q --arch "$arch" "$@" || status=1
-    continue
-  fi
-  # Taichi 1.7.4 on Mesa's lavapipe crashes after 2**16 descriptor sets per process: tests that
-  # meet taichi_hydro.backend.LAUNCH_BUDGET after others are listed and rerun in fresh
-  # processes (two at a time), as many per process as fit; a test that meets the budget with
-  # no progress made is run alone (and skipped with the reason if it needs more by itself).
+# One pass per backend. With both, the cpu and vulkan passes run side by side (each is mostly
+# one busy thread: the cpu pass compiles and runs small kernels, the vulkan pass pays lavapipe's
+# per-launch cost), the vulkan pass's output kept in a log that is printed when it ends.
+
+cpu_pass() {  # also cuda
+  th_log "pytest --arch $1"
+  .venv/bin/python -m pytest -q --arch "$1" "${@:2}"
+}
+
+# Taichi 1.7.4 on Mesa's lavapipe crashes after 2**16 descriptor sets per process: tests that
+# meet taichi_hydro.backend.LAUNCH_BUDGET after others are listed and rerun in fresh
+# processes (two at a time), as many per process as fit; a test that meets the budget with
+# no progress made is run alone (and skipped with the reason if it needs more by itself).
+vulkan_pass() {
+  local status=0 pending next part pids
+  th_log "pytest --arch vulkan"
   pending=$(mktemp)
   TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q --arch vulkan "$@" || status=1
   while [ -s "$pending" ]; do
@@ -51,5 +49,35 @@ for arch in $arches; do
     pending=$next
   done
   rm -f "$pending"
+  return $status
+}
+
+status=0
+vulkan_log= vulkan_pid=
+case " $arches " in
+  *" vulkan "*)
+    if ! .venv/bin/python -c "import taichi_hydro as th; th.init('vulkan')" >/dev/null 2>&1; then
+      if [ "${TH_REQUIRE_VULKAN:-0}" = 1 ]; then
+        th_log "Vulkan is required but not usable:"; .venv/bin/python -c "import taichi_hydro as th; th.init('vulkan')" || true
+        status=1
+      else
+        th_log "skipping the vulkan run: no usable Vulkan driver"
+      fi
+    elif [ "$(echo $arches | wc -w)" -gt 1 ]; then
+      vulkan_log=$(mktemp)
+      th_log "vulkan pass started alongside the others; its output follows when it ends"
+      vulkan_pass "$@" > "$vulkan_log" 2>&1 &
+      vulkan_pid=$!
+    else
+      vulkan_pass "$@" || status=1
+    fi ;;
+esac
+for arch in $arches; do
+  [ "$arch" = vulkan ] || cpu_pass "$arch" "$@" || status=1
 done
+if [ -n "$vulkan_pid" ]; then
+  wait "$vulkan_pid" || status=1
+  cat "$vulkan_log"
+  rm -f "$vulkan_log"
+fi
 exit $status
