@@ -157,6 +157,35 @@ def count_contacts(deterministic: bool):
     return count
 
 
+@ti.func
+def write_row(c, w, a, b, pair, key, centroid, nrm, stiffness, phi0, force0, pair_f: ti.template(), body_p: ti.template(),
+              body_q: ti.template(), body_com_B: ti.template(), body_inv_mass: ti.template(),
+              body_inv_inertia_W: ti.template(), dt, beta, c_ids: ti.template(), c_key: ti.template(),
+              c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_model: ti.template()):
+    """Writes contact row c of world w (bodies a, b, geometry pair `pair`, warm-start key `key`):
+    a point contact at `centroid` [m, W] with normal `nrm` (from a into b), stiffness k [N/m],
+    phi0 [m] and static force [N]; tau [s] from the pair's material at that depth. Returns the
+    near-rigid cap on its stiffness, k_max / k (module docstring: the patch takes the least)."""
+    t1, t2 = orthonormal_frame(nrm)
+    frame = mat3([t1[0], t1[1], t1[2]], [t2[0], t2[1], t2[2]], [nrm[0], nrm[1], nrm[2]])
+    ra = centroid - (body_p[w, a] + quat_to_mat(body_q[w, a]) @ body_com_B[a])
+    rb = centroid - (body_p[w, b] + quat_to_mat(body_q[w, b]) @ body_com_B[b])
+    mat = pair_f[w % pair_f.shape[0], pair]
+    tau = mat[PF_TAU] + mat[PF_D] * ti.max(-phi0, 0.0)
+    wm = w % body_inv_mass.shape[0]
+    Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], ra, frame)
+    Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], rb, frame)
+    w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
+    k_max = TWO_PI_SQ / (beta * beta * w_diag * dt * (dt + tau))
+    c_ids[c] = ivec4(w, a, b, pair)
+    c_key[c] = key
+    c_frame[c] = frame
+    c_ra[c] = ra
+    c_rb[c] = rb
+    c_model[c] = vec4(stiffness, phi0, tau, force0)
+    return k_max / stiffness
+
+
 @functools.lru_cache(maxsize=None)
 def assemble_contacts(deterministic: bool):
     """The kernel that writes the contact rows, for this compile-time option."""
@@ -203,35 +232,19 @@ def assemble_contacts(deterministic: bool):
                 c = world_start[w] + slot
                 g8 = poly_g[k]
                 a, b = pair_i[pair][P_BODY_LO], pair_i[pair][P_BODY_HI]
-                nrm = poly_n[k]
-                t1, t2 = orthonormal_frame(nrm)
-                frame = mat3([t1[0], t1[1], t1[2]], [t2[0], t2[1], t2[2]], [nrm[0], nrm[1], nrm[2]])
-                centroid = poly_c[k]
-                ra = centroid - (body_p[w, a] + quat_to_mat(body_q[w, a]) @ body_com_B[a])
-                rb = centroid - (body_p[w, b] + quat_to_mat(body_q[w, b]) @ body_com_B[b])
                 ga, gb = g8[POLY_GA], g8[POLY_GB]
                 if pair_deep[w, pair] == 1:  # deep overlap (module docstring)
                     ga, gb = deep_gradient(ga, g8[POLY_GRAD_A]), deep_gradient(gb, g8[POLY_GRAD_B])
                 g = series_gradient(ga, gb)
                 stiffness = g * g8[POLY_AREA]
                 phi0 = -g8[POLY_P0] / g
-                mat = pair_f[w % pair_f.shape[0], pair]
-                tau = mat[PF_TAU] + mat[PF_D] * ti.max(-phi0, 0.0)
-                wm = w % body_inv_mass.shape[0]
-                Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], ra, frame)
-                Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], rb, frame)
-                w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
-                k_max = TWO_PI_SQ / (beta * beta * w_diag * dt * (dt + tau))
-                ti.atomic_min(pair_scale[w, pair], k_max / stiffness)
                 force0 = g8[POLY_AREA] * g8[POLY_P0]
+                scale = write_row(c, w, a, b, pair, poly_i[k], poly_c[k], poly_n[k], stiffness, phi0, force0, pair_f,
+                                  body_p, body_q, body_com_B, body_inv_mass, body_inv_inertia_W, dt, beta,
+                                  c_ids, c_key, c_frame, c_ra, c_rb, c_model)
+                ti.atomic_min(pair_scale[w, pair], scale)
                 if ti.static(not deterministic):
                     ti.atomic_add(pair_weight[w, pair], ti.max(force0, 0.0))
-                c_ids[c] = ivec4(w, a, b, pair)
-                c_key[c] = poly_i[k]
-                c_frame[c] = frame
-                c_ra[c] = ra
-                c_rb[c] = rb
-                c_model[c] = vec4(stiffness, phi0, tau, force0)
 
     return assemble
 

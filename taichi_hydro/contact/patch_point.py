@@ -21,12 +21,11 @@ start keys the contact by (world, pair, -1, -1), so it is found again at the nex
 
 import taichi as ti
 
-from ..math3d import orthonormal_frame, quat_to_mat
 from ..types import (
-    BODY_DYNAMIC, C_POLYGONS, K_PAIR, K_WORLD, P_BODY_HI, P_BODY_LO, PF_D, PF_TAU, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A,
+    BODY_DYNAMIC, C_POLYGONS, K_PAIR, K_WORLD, P_BODY_HI, P_BODY_LO, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A,
     POLY_GRAD_B, POLY_P0, ivec4, ivec8, mat3, nd, poly_record, vec3, vec4,
 )
-from .assemble import TWO_PI_SQ, body_delassus, deep_gradient, series_gradient, valid_polygon
+from .assemble import deep_gradient, series_gradient, valid_polygon, write_row
 
 __all__ = ["count_patches", "assemble_patches", "PATCH_K", "PATCH_K_PHI0", "PATCH_FORCE", "PATCH_COUNT"]
 
@@ -147,24 +146,10 @@ def assemble_patches(
                 centroid = patch_c[w, pair] / s[PATCH_FORCE]
                 normal_sum = patch_n[w, pair]
             nrm = normal_sum / ti.max(normal_sum.norm(), 1e-30)
-            t1, t2 = orthonormal_frame(nrm)
-            frame = mat3([t1[0], t1[1], t1[2]], [t2[0], t2[1], t2[2]], [nrm[0], nrm[1], nrm[2]])
             a, b = pair_i[pair][P_BODY_LO], pair_i[pair][P_BODY_HI]
-            ra = centroid - (body_p[w, a] + quat_to_mat(body_q[w, a]) @ body_com_B[a])
-            rb = centroid - (body_p[w, b] + quat_to_mat(body_q[w, b]) @ body_com_B[b])
-            mat = pair_f[w % pair_f.shape[0], pair]
-            tau = mat[PF_TAU] + mat[PF_D] * ti.max(-phi0, 0.0)
-            wm = w % body_inv_mass.shape[0]
-            Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], ra, frame)
-            Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], rb, frame)
-            w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
-            k_max = TWO_PI_SQ / (beta * beta * w_diag * dt * (dt + tau))
-            pair_scale[w, pair] = ti.min(1.0, k_max / stiffness)
             force0 = -stiffness * phi0
+            scale = write_row(c, w, a, b, pair, ivec4(w, pair, -1, -1), centroid, nrm, stiffness, phi0, force0, pair_f,
+                              body_p, body_q, body_com_B, body_inv_mass, body_inv_inertia_W, dt, beta,
+                              c_ids, c_key, c_frame, c_ra, c_rb, c_model)
+            pair_scale[w, pair] = ti.min(1.0, scale)
             pair_weight[w, pair] = ti.max(force0, 0.0)
-            c_ids[c] = ivec4(w, a, b, pair)
-            c_key[c] = ivec4(w, pair, -1, -1)
-            c_frame[c] = frame
-            c_ra[c] = ra
-            c_rb[c] = rb
-            c_model[c] = vec4(stiffness, phi0, tau, force0)

@@ -35,8 +35,8 @@ import math
 import taichi as ti
 
 from ..math3d import quat_mul, quat_to_mat
-from ..types import ID_A, ID_B, ID_WORLD, L_BIAS, L_LOWER, L_R, L_UPPER, UNBOUNDED, ivec4, ivec8, mat3, nd, vec3, vec4, vec6, vec8
-from .layout import (ACT_EFFORT, ACT_PD, BALL, J_ACTUATOR, J_CHILD, J_DOF_START, J_PARENT, J_ROW_COUNT, J_ROW_START, J_TYPE,
+from ..types import L_BIAS, L_LOWER, L_R, L_UPPER, UNBOUNDED, ivec4, ivec8, mat3, nd, vec3, vec4, vec6, vec8
+from .layout import (ACT_PD, BALL, J_ACTUATOR, J_CHILD, J_DOF_START, J_PARENT, J_ROW_COUNT, J_ROW_START, J_TYPE,
                      JF_DAMPING, JF_EFFORT_LIMIT, JF_FRICTION, JF_KD, JF_KP, JF_LOWER, JF_UPPER, PRISMATIC, REVOLUTE,
                      ROW_ACTUATOR, ROW_ANGULAR, ROW_DAMPING, ROW_FRICTION, ROW_LIMIT_LOWER, ROW_LIMIT_UPPER, ROW_LINEAR)
 

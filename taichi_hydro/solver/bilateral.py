@@ -24,7 +24,7 @@ import numpy as np
 import taichi as ti
 
 from ..errors import SceneError
-from ..types import ID_A, ID_B, ID_WORLD, L_BIAS, L_LOWER, L_R, L_UPPER, UNBOUNDED, host_float, ivec4, vec4, vec6
+from ..types import ID_A, ID_B, ID_WORLD, L_R, UNBOUNDED, host_float, ivec4, vec4, vec6
 
 __all__ = ["BilateralRows"]
 
