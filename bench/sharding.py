@@ -130,14 +130,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.out:
         check_output(args.out, (".json",), "--out", create_folder=True)
-    import ray
-
     import taichi_hydro as th
     from taichi_hydro.distributed import ShardedSimulator
+    from taichi_hydro.distributed.cluster import connect
 
     cores = os.cpu_count() or 1
     th.init("cpu")
-    ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False)
+    connect(num_cpus=cores, include_dashboard=False, log_to_driver=False)
     rows: list[dict] = [{"meta": {"suite": "sharding", "machine": machine(), "unix_time": time.time(),
                                   "command": "python -m bench.sharding " + " ".join(argv if argv is not None else sys.argv[1:])}}]
     for item in args.cases.split(","):

@@ -23,7 +23,7 @@ import pytest
 
 import taichi_hydro as th
 from taichi_hydro.distributed import FaultRecord, Layout, ShardedSimulator, Timeouts, shard_ranges
-from taichi_hydro.distributed.cluster import shard_resources
+from taichi_hydro.distributed.cluster import connect, shard_resources
 from taichi_hydro.state import STATE_FIELDS
 
 from test_simulation import small_pile
@@ -46,8 +46,8 @@ def cpu_only(arch):
 def cluster(arch):
     if arch != "cpu":
         pytest.skip("distributed tests run in the cpu pass only")
-    ray = pytest.importorskip("ray", reason="ray is not installed: pip install 'taichi-hydro[distributed]'")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
+    pytest.importorskip("ray", reason="ray is not installed: pip install 'taichi-hydro[distributed]'")
+    ray = connect(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
     yield ray
     ray.shutdown()
 
@@ -151,6 +151,8 @@ def test_shards_give_one_simulators_results_bit_for_bit(sharded, reference):
     timings = sims[2].shard_timings()
     assert [s["worlds"] for s in timings["per_shard"]] == [2, 1] and timings["calls"] == 2
     assert len({s["pid"] for s in timings["per_shard"]}) == 2
+    # the shards run at this process's priority, not at Ray's default worker niceness (15)
+    assert {os.getpriority(os.PRIO_PROCESS, s["pid"]) for s in timings["per_shard"]} == {os.getpriority(os.PRIO_PROCESS, 0)}
 
 
 def kill(sim, shard: int, sig=signal.SIGKILL) -> int:

@@ -4,6 +4,7 @@ a cluster, and the resources each shard asks for."""
 from __future__ import annotations
 
 import math
+import os
 
 from ..checks import real_problem
 from ..errors import ArgumentError, BackendError
@@ -32,6 +33,11 @@ def connect(address: str | None = None, **init_options):
     ray = require_ray()
     if ray.is_initialized():
         return ray
+    # Ray starts its worker processes at niceness 15 (meant for background tasks); our shards are
+    # the simulation itself, so a local instance started here runs them at the driver's priority
+    # (else any other job on the machine starves them, and their calls time out). A value the
+    # user set in the environment wins; a running cluster keeps its own setting.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     try:
         ray.init(address=address, **init_options)
     except Exception as exc:  # ray raises ConnectionError, ValueError, RuntimeError... for a bad address
