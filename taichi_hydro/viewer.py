@@ -84,13 +84,25 @@ def flat_triangles(vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarr
 
 @dataclass
 class _Buffer:
-    """Taichi fields for one flat-shaded draw call, grown by doubling (fields cannot be resized)."""
+    """Taichi fields for one flat-shaded draw call, grown by doubling (fields cannot be resized).
+
+    Drawn through scene.mesh_instance with one identity model matrix, never scene.mesh: GGUI's
+    mesh vertex shader (Mesh_vk.vert, taichi 1.7) always reads a model matrix from the mesh's
+    instance-transform storage buffer and blends it as I (1 - a) + M a with a = 0 when no
+    transforms are given, but that buffer is freshly allocated for every draw call of every frame
+    and never written then. Its bytes are whatever the driver's allocator left there (on Mesa's
+    lavapipe, host memory of earlier frames); when they hold a NaN or an infinity, M * 0 is NaN,
+    every vertex position is NaN and the whole draw call vanishes (measured on main: 68 of 120
+    renders lost the shaded bodies and floor or the patches, bench/viewer_stress.py). Passing the
+    matrix makes GGUI copy it into that buffer before the draw, so the shader reads only
+    initialised data."""
 
     capacity: int = 0
     count: int = 0
     vertices: object = None
     colors: object = None
     normals: object = None
+    identity: object = None  # (1,) 4x4 f32 field: the one instance's model matrix
 
     def upload(self, vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarray) -> None:
         import taichi as ti
@@ -100,14 +112,17 @@ class _Buffer:
         if self.count > self.capacity or self.vertices is None:
             self.capacity = max(96, 1 << int(np.ceil(np.log2(max(self.count, 1)))))
             self.vertices, self.colors, self.normals = (ti.Vector.field(3, ti.f32, self.capacity) for _ in range(3))
+        if self.identity is None:
+            self.identity = ti.Matrix.field(4, 4, ti.f32, shape=1)
+            self.identity.from_numpy(np.eye(4, dtype=np.float32)[None])
         for field, data in ((self.vertices, v), (self.colors, c), (self.normals, n)):
             full = np.zeros((self.capacity, 3), np.float32)
             full[: self.count] = data
             field.from_numpy(full)
 
     def draw(self, scene, wireframe: bool = False) -> None:
-        scene.mesh(self.vertices, normals=self.normals, per_vertex_color=self.colors, vertex_count=self.count,
-                   two_sided=True, show_wireframe=wireframe)
+        scene.mesh_instance(self.vertices, normals=self.normals, per_vertex_color=self.colors, vertex_count=self.count,
+                            two_sided=True, transforms=self.identity, show_wireframe=wireframe)
 
 
 def inset_triangles(image: np.ndarray, x0: float, y0: float, width: float, height: float):
@@ -483,9 +498,6 @@ def _light(scene, renderer: Renderer, camera) -> None:
     scene.point_light(tuple(renderer.center + np.array([1.0, -1.5, 3.0]) * renderer.radius * 3), (0.9, 0.9, 0.9))
 
 
-_MAX_DRAWS = 4  # Viewer.render: draws of one frame until two read-backs agree
-
-
 def _image(window) -> np.ndarray:
     """The window's last frame as (height, width, 3) uint8, top row first."""
     img = window.get_image_buffer_as_numpy()  # (width, height, 4) float, bottom row first
@@ -527,18 +539,10 @@ class Viewer:
             if not 0 <= world < self.sim.worlds:
                 raise SceneError(f"world must be in [0, {self.sim.worlds - 1}], got {world}")
             self.renderer.world = world
-        # GGUI's offscreen read-back on lavapipe now and then returns a frame that is not the one
-        # just drawn (measured: 1 of 300 renders of a fixed state, 870 pixels off): draw until
-        # two read-backs agree.
-        image = None
-        for _ in range(_MAX_DRAWS):
-            self.canvas.set_background_color((0.97, 0.97, 0.98))
-            _light(self.scene, self.renderer, self.camera)
-            self.renderer.draw(self.scene, self.canvas)
-            previous, image = image, _image(self.window)
-            if previous is not None and np.array_equal(previous, image):
-                break
-        return image
+        self.canvas.set_background_color((0.97, 0.97, 0.98))
+        _light(self.scene, self.renderer, self.camera)
+        self.renderer.draw(self.scene, self.canvas)
+        return _image(self.window)
 
 
 class NullViewer:
