@@ -6,8 +6,10 @@ A fixed state drawn with fixed settings must give the same picture every time. E
 configuration's reference is the pixel-wise median of all its frames (robust to a minority of bad
 frames, and needing no frame to be trusted); a frame is bad when more than `--tolerance` pixels
 differ from it by more than 60 (sum over RGB of 0..255 levels). Before the fix in
-viewer._Buffer.draw (GGUI's uninitialised instance-transform buffer), about 1 render in 12 lost
-the shaded meshes (some 37 000 of 76 800 pixels at 320 x 240).
+viewer._Buffer.draw (GGUI's uninitialised instance-transform buffer), 68 of 120 renders were
+bad on the loaded 2-core machine (main at d406b50, `--frames 120`): whole draw calls missing,
+the shaded bodies and floor (some 37 000 of 76 800 pixels at 320 x 240) or the patches (50 to
+500 pixels).
 
     PYTHONPATH=$PWD python bench/viewer_stress.py --frames 300
 

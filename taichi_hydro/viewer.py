@@ -259,8 +259,8 @@ class Renderer:
     (position, target) [m], either None, overrides."""
 
     def __init__(self, sim, world: int = 0, patches: bool = True, normals: bool = False, forces: bool = False,
-                 tets: bool = False, camera=(None, None), aspect: float = 4 / 3, worlds=None, fov: float = FOV_DEG,
-                 joints: bool = False, tactile=()):
+                 tets: bool = False, joints: bool = False, tactile=(), aspect: float = 4 / 3, camera=(None, None),
+                 worlds=None, fov: float = FOV_DEG):
         if not 0 <= world < sim.worlds:
             raise SceneError(f"world must be in [0, {sim.worlds - 1}], got {world}")
         self.sim = sim
@@ -594,8 +594,8 @@ class Viewer:
     each panel). Raises ViewerError without a Vulkan driver."""
 
     def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True, normals: bool = False,
-                 forces: bool = False, tets: bool = False, camera=None, tile=None, labels: bool = True,
-                 joints: bool = False, tactile=(), window=None):
+                 forces: bool = False, tets: bool = False, joints: bool = False, tactile=(), camera=None, tile=None,
+                 labels: bool = True, window=None):
         self.sim = sim
         if camera is None:  # the scene's [view] table
             camera = (sim.scene.view.camera_position, sim.scene.view.camera_target)
@@ -611,8 +611,8 @@ class Viewer:
         self.crop = centre_crop(rendered, panel[0] / panel[1])
         fov = np.degrees(2 * np.arctan(np.tan(np.radians(FOV_DEG) / 2) * (self.crop[3] - self.crop[1]) / rendered[1]))
         worlds = range(len(self.panels)) if self.tile else None
-        self.renderer = Renderer(sim, world, patches, normals, forces, tets, camera, panel[0] / panel[1], worlds, fov,
-                                 joints, tactile)
+        self.renderer = Renderer(sim, world, patches, normals, forces, tets, joints, tactile, panel[0] / panel[1], camera,
+                                 worlds, fov)
         self.scene = self.window.get_scene()
         self.camera = _camera(self.renderer.pose)
         self.canvas = self.window.get_canvas()

@@ -121,6 +121,11 @@ def test_viewer_render_shows_the_falling_body_and_the_chosen_world(arch):
     changed = lambda a, b: int(np.count_nonzero(np.abs(a - b).sum(axis=2) > 30))  # noqa: E731
     assert changed(first, later) > 50 and changed(first, other) > 50
     assert changed(later, v.render(world=0).astype(int)) == 0  # same state, same picture
+    eye, target = np.add(v.renderer.pose.target, (0.3, -0.3, 0.2)), v.renderer.pose.target
+    v.look(eye, target)  # a fixed camera: the automatic framing keeps it
+    looked = v.render(world=0).astype(int)
+    np.testing.assert_allclose(v.renderer.pose.eye, eye)
+    assert changed(later, looked) > 50
     with pytest.raises(th.SceneError, match=r"world must be in \[0, 1\], got 2"):
         v.render(world=2)
     null = viewer.NullViewer(sim, size=(160, 120))
