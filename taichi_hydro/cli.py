@@ -95,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--joints", action="store_true", help="draw the joint axes at the joint origins (key j)")
     v.add_argument("--size", type=_integer_arg(16, 16384), nargs=2, default=(640, 480), metavar=("W", "H"),
                    help="image size in pixels, each in [16, 16384]")
+    v.add_argument("--camera", type=_real_arg(-math.inf), nargs=6, metavar=("PX", "PY", "PZ", "TX", "TY", "TZ"),
+                   help="camera position and target [m] (default: the scene's [view], else framed on the bodies)")
+    v.add_argument("--tile", type=_integer_arg(1, 64), nargs=2, metavar=("R", "C"),
+                   help="show worlds 0 .. R*C-1 side by side in R rows and C columns (needs --worlds >= R*C)")
     b = sub.add_parser("bench", help="benchmarks (source checkout): the options of python -m bench.run, e.g. "
                        "`taichi-hydro bench dynamics --arch cpu,cuda --cases box_stack --worlds 1,64,4096 --drake --out r.json`",
                        add_help=False)
@@ -132,17 +136,23 @@ def _view(args) -> int:
     if args.world >= args.worlds:
         raise ArgumentError(f"--world {args.world}: there are only {args.worlds} world(s) (--worlds); choose one in "
                             f"[0, {args.worlds - 1}]")
+    if args.tile is not None and args.tile[0] * args.tile[1] > args.worlds:
+        raise ArgumentError(f"--tile {args.tile[0]} {args.tile[1]} shows {args.tile[0] * args.tile[1]} worlds and there are "
+                            f"{args.worlds} (--worlds); use --worlds {args.tile[0] * args.tile[1]} or more")
+    camera = (args.camera[:3], args.camera[3:]) if args.camera else (scene.view.camera_position, scene.view.camera_target)
+    if camera[0] is not None and camera[1] is not None and list(camera[0]) == list(camera[1]):
+        raise ArgumentError(f"--camera: the position {list(camera[0])} is the target; they must differ")
     th.init(args.arch)
     sim = th.Simulator(scene, worlds=args.worlds)
     per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (30 * scene.dt)))
     if args.record is None:
         viewer.view(sim, world=args.world, steps_per_frame=per_frame, patches=not args.no_patches, normals=args.normals,
-                    forces=args.forces, tets=args.tets, joints=args.joints)
+                    forces=args.forces, tets=args.tets, joints=args.joints, camera=camera, tile=args.tile)
         return 0
     t0 = time.perf_counter()
     path = viewer.record(sim, args.record, frames=args.frames, steps_per_frame=per_frame, world=args.world,
                          size=tuple(args.size), patches=not args.no_patches, normals=args.normals, forces=args.forces,
-                         tets=args.tets, joints=args.joints)
+                         tets=args.tets, joints=args.joints, camera=camera, tile=args.tile)
     print(f"{path}: {args.frames} frame(s), {per_frame} step(s) per frame, t = {sim.time:.3f} s, "
           f"rendered in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

@@ -19,8 +19,8 @@ from .checks import INT32_MAX, integer_problem, range_problem, real_problem
 from .errors import HydroWarning, SceneError
 from .geometry.mass import inertia_matrix, inertia_problem
 
-__all__ = ["Scene", "Body", "GeometrySpec", "Shape", "Contact", "SolverSettings", "Joint", "Actuator", "load_scene",
-           "scene_from_dict", "RIGID_MODULUS", "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
+__all__ = ["Scene", "Body", "GeometrySpec", "Shape", "Contact", "SolverSettings", "ViewSettings", "Joint", "Actuator",
+           "load_scene", "scene_from_dict", "RIGID_MODULUS", "SHAPE_TYPES", "JOINT_TYPES", "JOINT_DOFS"]
 
 SHAPE_TYPES = ("sphere", "box", "cylinder", "capsule", "ellipsoid", "halfspace", "mesh", "tetmesh")
 BODY_TYPES = ("dynamic", "static", "kinematic")
@@ -288,6 +288,15 @@ square (model.check_supported) for features down to 10 um."""
 
 
 @dataclass(frozen=True)
+class ViewSettings:
+    """The viewer's camera ([view], optional): camera_position and camera_target in W [m];
+    None keeps the automatic framing (taichi_hydro.framing) for that end."""
+
+    camera_position: tuple[float, float, float] | None = None
+    camera_target: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True)
 class Scene:
     """A validated scene. dt [s]; gravity in W [m/s^2]; bodies in file order.
 
@@ -308,6 +317,7 @@ class Scene:
     """The [[robot]] tables' records (robot.tables.Robot: link -> body and URDF joint -> joint
     names); their bodies and joints are in `bodies` and `joints`."""
     rigid_modulus: float = RIGID_MODULUS
+    view: ViewSettings = field(default_factory=ViewSettings)
 
     def filtered(self, a: str, b: str) -> bool:
         """True when a [[collision_filter]] lists both bodies, or a joint joins them (a
@@ -661,9 +671,14 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     if joints and solver.method not in ("auto", "newton"):
         raise st.error("method", f"the scene has joints, which only method \"newton\" solves (got {solver.method!r}; "
                                  "\"auto\" picks newton for scenes with joints)")
+    vt = _Table(top.raw("view", {}), "[view]", source)
+    view = ViewSettings(camera_position=vt.vector("camera_position", 3), camera_target=vt.vector("camera_target", 3))
+    if view.camera_position is not None and view.camera_position == view.camera_target:
+        raise vt.error("camera_target", f"must differ from camera_position, got {list(view.camera_target)} for both")
+    vt.finish()
     top.finish()
     return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters),
-                 joints=joints, robots=tuple(r.robot for r in robots), rigid_modulus=rigid_modulus)
+                 joints=joints, robots=tuple(r.robot for r in robots), rigid_modulus=rigid_modulus, view=view)
 
 
 def _robot_tables(raw: Any, source: str, base_dir: Path | None) -> list:

@@ -1,11 +1,15 @@
 """Taichi GGUI viewer and headless recorder: bodies, pressure-coloured contact patches, an
-overlay, and a colour bar.
+overlay, and a colour bar, of one world or of a batch tiled side by side.
 
 Bodies are drawn from their surface meshes (a compliant body's tet-mesh boundary), posed on
 the host from Simulator.get_state(); half-spaces are drawn as a square tile of the plane.
 Contact polygons come from Simulator.contact_surfaces(world), fan-triangulated and coloured
-by vertex pressure on a fixed colour map, lifted a little along their normal so that they show
-through the surfaces they lie on. Headless recording renders with
+by vertex pressure on a fixed colour map, lifted a little towards the camera so that they show
+through the surfaces they lie on. GGUI blends no transparent meshes, so while patches (or
+normals, forces, tets) are shown a compliant body is cut away: only its faces turned away from
+the camera are drawn, shaded, and the patches inside show. The camera frames the bodies
+(framing.py); the text, colour bar and tiles are drawn with Pillow (annotate.py) on every
+frame, recorded or live. Headless recording renders with
 ti.ui.Window(show_window=False) (Mesa's Vulkan driver is enough, no display needed) and writes
 PNG (last frame), GIF or MP4 (imageio with its ffmpeg plugin) through imageio."""
 
@@ -17,15 +21,18 @@ from pathlib import Path
 
 import numpy as np
 
+from .annotate import compose, panel_grid, parameter_labels, tile
 from .checks import integer
 from .errors import ArgumentError, HydroError, SceneError
+from .framing import FOV_DEG, framed
 from .output import atomic_write, check_output
 from .progress import progress_bar
 from .rotation import rotation_matrices
 from .types import HALFSPACE
 
 __all__ = ["ViewerError", "Viewer", "NullViewer", "Renderer", "record", "write_frames", "tet_edges", "arrow_segments", "view",
-           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles", "joint_axis_segments", "inset_triangles"]
+           "pressure_colors", "rotation_matrices", "fan_triangles", "flat_triangles", "back_faces", "surface_pressure_max",
+           "centre_crop", "show_image", "joint_axis_segments", "inset_triangles"]
 
 # Colour map anchors (low -> high pressure): dark blue, cyan, green, yellow, red.
 _MAP = np.array([[0.10, 0.10, 0.55], [0.00, 0.65, 0.90], [0.20, 0.75, 0.30], [0.98, 0.85, 0.10], [0.85, 0.10, 0.10]])
@@ -84,13 +91,25 @@ def flat_triangles(vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarr
 
 @dataclass
 class _Buffer:
-    """Taichi fields for one flat-shaded draw call, grown by doubling (fields cannot be resized)."""
+    """Taichi fields for one flat-shaded draw call, grown by doubling (fields cannot be resized).
+
+    Drawn through scene.mesh_instance with one identity model matrix, never scene.mesh: GGUI's
+    mesh vertex shader (Mesh_vk.vert, taichi 1.7) always reads a model matrix from the mesh's
+    instance-transform storage buffer and blends it as I (1 - a) + M a with a = 0 when no
+    transforms are given, but that buffer is freshly allocated for every draw call of every frame
+    and never written then. Its bytes are whatever the driver's allocator left there (on Mesa's
+    lavapipe, host memory of earlier frames); when they hold a NaN or an infinity, M * 0 is NaN,
+    every vertex position is NaN and the whole draw call vanishes (measured on main: 68 of 120
+    renders lost the shaded bodies and floor or the patches, bench/viewer_stress.py). Passing the
+    matrix makes GGUI copy it into that buffer before the draw, so the shader reads only
+    initialised data."""
 
     capacity: int = 0
     count: int = 0
     vertices: object = None
     colors: object = None
     normals: object = None
+    identity: object = None  # (1,) 4x4 f32 field: the one instance's model matrix
 
     def upload(self, vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarray) -> None:
         import taichi as ti
@@ -100,14 +119,17 @@ class _Buffer:
         if self.count > self.capacity or self.vertices is None:
             self.capacity = max(96, 1 << int(np.ceil(np.log2(max(self.count, 1)))))
             self.vertices, self.colors, self.normals = (ti.Vector.field(3, ti.f32, self.capacity) for _ in range(3))
+        if self.identity is None:
+            self.identity = ti.Matrix.field(4, 4, ti.f32, shape=1)
+            self.identity.from_numpy(np.eye(4, dtype=np.float32)[None])
         for field, data in ((self.vertices, v), (self.colors, c), (self.normals, n)):
             full = np.zeros((self.capacity, 3), np.float32)
             full[: self.count] = data
             field.from_numpy(full)
 
     def draw(self, scene, wireframe: bool = False) -> None:
-        scene.mesh(self.vertices, normals=self.normals, per_vertex_color=self.colors, vertex_count=self.count,
-                   two_sided=True, show_wireframe=wireframe)
+        scene.mesh_instance(self.vertices, normals=self.normals, per_vertex_color=self.colors, vertex_count=self.count,
+                            two_sided=True, transforms=self.identity, show_wireframe=wireframe)
 
 
 def inset_triangles(image: np.ndarray, x0: float, y0: float, width: float, height: float):
@@ -210,18 +232,35 @@ class _MeshGroup:
         R = rotation_matrices(state["orientation"][world])
         return np.concatenate([v @ R[i].T + state["position"][world, i] for i, v, *_ in self.meshes])
 
-    def draw(self, scene, state: dict, world: int, wireframe: bool) -> None:
+    def draw(self, scene, state: dict, world: int, wireframe: bool, eye=None) -> None:
+        """eye [m]: draw only the faces turned away from it (back_faces, the cut-away)."""
         if not self.meshes:
             return
-        self.buffer.upload(self.posed_vertices(state, world), self.colors, self.triangles)
+        vertices = self.posed_vertices(state, world)
+        triangles = self.triangles if eye is None else self.triangles[back_faces(vertices, self.triangles, eye)]
+        self.buffer.upload(vertices, self.colors, triangles)
         self.buffer.draw(scene, wireframe)
 
 
+def back_faces(vertices: np.ndarray, triangles: np.ndarray, eye) -> np.ndarray:
+    """Mask (t,) of the triangles whose outward normal points away from `eye` [m]: the far
+    half of a closed surface, inside showing. Drawn alone, they cut a compliant body away so
+    that the contact patches inside it show, while its back walls stay shaded."""
+    v = np.asarray(vertices, np.float64)[np.asarray(triangles, np.int64).reshape(-1, 3)]
+    n = np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
+    return np.einsum("ij,ij->i", n, np.asarray(eye, np.float64) - v.mean(axis=1)) < 0
+
+
 class Renderer:
-    """Draws one world of a Simulator into a GGUI scene and canvas."""
+    """Draws one world of a Simulator into a GGUI scene: bodies, pressure-coloured patches and
+    the optional normals, force arrows, tet edges and joint axes, and on the canvas the tactile
+    insets. The camera is framed (framing.py) on the bodies of `worlds` (default: `world`) at
+    their poses when the renderer is made, for images of width / height `aspect`; `camera` =
+    (position, target) [m], either None, overrides."""
 
     def __init__(self, sim, world: int = 0, patches: bool = True, normals: bool = False, forces: bool = False,
-                 tets: bool = False, joints: bool = False, tactile=(), aspect: float = 4.0 / 3.0):
+                 tets: bool = False, joints: bool = False, tactile=(), aspect: float = 4 / 3, camera=(None, None),
+                 worlds=None, fov: float = FOV_DEG):
         if not 0 <= world < sim.worlds:
             raise SceneError(f"world must be in [0, {sim.worlds - 1}], got {world}")
         self.sim = sim
@@ -232,7 +271,7 @@ class Renderer:
         self.tets = tets        # edges of the compliant bodies' tet meshes
         self.joints = joints    # joint axes at the joint origins
         self.tactile = list(tactile)  # tactile.TactileSensor insets, bottom left, one above the other
-        self.aspect = aspect    # canvas width / height (insets keep their faces' proportions)
+        self.aspect = aspect    # image width / height (insets keep their faces' proportions)
         self._insets = _Triangles2D()
         self._lines = {k: _Lines() for k in ("normals", "forces", "tets", "joints")}
         host = sim.model.host
@@ -241,42 +280,74 @@ class Renderer:
         drawn = [(i, host.geometries[i]) for i in range(host.scene_geom_count)]
         self._tet_edges = [(int(geom_body[i]), g.tets.vertices, tet_edges(g.tets.tets)) for i, g in drawn if g.tets is not None]
         state = sim.get_state()
-        solid = [i for i, g in drawn if g.kind != HALFSPACE]
-        dynamic = sorted({int(geom_body[i]) for i in solid})
-        points = state["position"][world, dynamic] if dynamic else np.zeros((1, 3))
-        self.center = points.mean(axis=0)
-        extent = max(float(np.ptp(points, axis=0).max()), 0.1)
-        radius = extent
-        for i in solid:
-            surface = host.geometries[i].surface
-            if surface is not None:
-                radius = max(radius, float(np.linalg.norm(surface.vertices, axis=1).max()) * 4)
-        self.radius = radius
         meshes = []  # (body index, vertices B, triangles, colours, group)
+        for i, g in drawn:
+            b = int(geom_body[i])
+            if g.kind != HALFSPACE and g.surface is not None:
+                color = np.tile(_BODY_COLORS[b % len(_BODY_COLORS)], (len(v := g.surface.vertices), 1))
+                meshes.append((b, v, g.surface.triangles.astype(np.int32), color, 1 if g.compliant else 0))
+        self._bodies = _MeshGroup(list(meshes))
+        self._framing = (aspect, tuple(camera), fov)
+        self._box = None
+        self.reframe(state, [world] if worlds is None else list(worlds))
         R0 = rotation_matrices(state["orientation"][world])
         for i, g in drawn:
             b = int(geom_body[i])
             if g.kind == HALFSPACE:
                 floor = R0[b][2, 2] > 0.9  # its normal (body z) points up
-                v, t = _plane_tile((2.0 * radius + 0.5 * extent) if floor else 0.5 * radius)
+                v, t = _plane_tile(6.0 * (self.pose.distance + self.pose.radius) if floor else 0.5 * self.pose.radius)
                 meshes.append((b, v, t, np.tile(_GROUND_COLOR, (len(v), 1)), 0 if floor else 2))
-            elif g.surface is not None:
-                color = np.tile(_BODY_COLORS[b % len(_BODY_COLORS)], (len(v := g.surface.vertices), 1))
-                meshes.append((b, v, g.surface.triangles.astype(np.int32), color, 1 if g.compliant else 0))
         # Draw calls: 0 rigid bodies and floors, solid; 1 compliant bodies, solid or, while
-        # patches are shown, a wireframe (the patches lie inside them); 2 other half-spaces
-        # (walls), always a wireframe so that they do not hide the scene.
+        # anything inside them is shown, cut away (back_faces); 2 other half-spaces (walls),
+        # always a wireframe so that they do not hide the scene.
         self._groups = [_MeshGroup([m for m in meshes if m[4] == k]) for k in range(3)]
         self._patch = _Buffer()
-        self.pressure_range = (0.0, 0.0)
+        self.pressure_max = 0.0
         self.polygons = 0
-        self.eye = self.camera_position()  # patches are lifted towards it (no z-fighting)
 
-    def camera_position(self, azimuth: float = -0.9, elevation: float = 0.45) -> np.ndarray:
-        d = 2.8 * self.radius
-        return self.center + d * np.array([np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)])
+    @property
+    def radius(self) -> float:
+        return self.pose.radius
 
-    def _patch_mesh(self, surfaces):
+    def reframe(self, state: dict, worlds: list[int]) -> bool:
+        """Grow the framed box to hold the bodies of `worlds` in `state`, and frame the camera
+        on it again (framing.py) when it grew, so that a body that slides away stays in view:
+        the view only ever zooms out. Returns whether the camera moved (never while both its
+        position and target are given)."""
+        posed = [self._bodies.posed_vertices(state, w) for w in worlds] if self._bodies.meshes else [np.zeros((1, 3))]
+        points = np.concatenate(posed)
+        lo, hi = points.min(axis=0), points.max(axis=0)
+        if self._box is not None:
+            if np.all(lo >= self._box[0]) and np.all(hi <= self._box[1]):
+                return False
+            lo, hi = np.minimum(lo, self._box[0]), np.maximum(hi, self._box[1])
+        first = self._box is None
+        self._box = (lo, hi)
+        aspect, camera, fov = self._framing
+        if not first and None not in camera:
+            return False
+        try:
+            self.pose = framed(lo, hi, aspect, *camera, fov=fov)
+        except ValueError as exc:
+            raise ArgumentError(f"camera: {exc}") from None
+        self.eye = np.array(self.pose.eye)  # patches are lifted towards it (no z-fighting); the cut-away faces away from it
+        return True
+
+    def look(self, eye, target) -> None:
+        """Fix the camera at `eye` looking at `target` [m] (reframe keeps it from then on)."""
+        aspect, _, fov = self._framing
+        self._framing = (aspect, (tuple(np.asarray(eye, np.float64)), tuple(np.asarray(target, np.float64))), fov)
+        try:
+            self.pose = framed(*self._box, aspect, *self._framing[1], fov=fov)
+        except ValueError as exc:
+            raise ArgumentError(f"camera: {exc}") from None
+        self.eye = np.array(self.pose.eye)
+
+    def surfaces(self, world: int) -> list:
+        """The contact surfaces of `world` when something shown needs them (patches, normals or forces)."""
+        return self.sim.contact_surfaces(world) if (self.patches or self.normals or self.forces) else []
+
+    def _patch_mesh(self, surfaces, p_max: float):
         verts, press, sizes = [], [], []
         lift = 2e-3 * self.radius
         for s in surfaces:
@@ -290,25 +361,22 @@ class Renderer:
         self.polygons = len(sizes)
         if not sizes:
             return None
-        v = np.concatenate(verts)
-        p = np.concatenate(press)
-        positive = p[p > 0]
-        self.pressure_range = (0.0, float(positive.max()) if positive.size else 0.0)
-        return v, pressure_colors(p, *self.pressure_range), fan_triangles(sizes)
+        return np.concatenate(verts), pressure_colors(np.concatenate(press), 0.0, p_max), fan_triangles(sizes)
 
-    def draw(self, scene, canvas) -> None:
+    def draw(self, scene, surfaces=None, p_max: float | None = None) -> None:
+        """Draw `self.world`; `surfaces`: its contact surfaces (default: queried), p_max [Pa]:
+        the top of the colour map (default: the largest pressure drawn, surface_pressure_max)."""
         state = self.sim.get_state()
+        surfaces = self.surfaces(self.world) if surfaces is None else surfaces
+        inside = self.patches or self.tets or self.normals or self.forces
         for k, group in enumerate(self._groups):
-            # Compliant bodies turn to wireframes while anything drawn inside them is shown.
-            inside = self.patches or self.tets or self.normals or self.forces
-            group.draw(scene, state, self.world, wireframe=(k == 2 or (k == 1 and inside)))
-        # The contact-surface query runs only when something shown needs it.
-        surfaces = self.sim.contact_surfaces(self.world) if (self.patches or self.normals or self.forces) else []
+            group.draw(scene, state, self.world, wireframe=k == 2, eye=self.eye if k == 1 and inside else None)
+        self.pressure_max = surface_pressure_max(surfaces) if p_max is None else p_max
+        self.polygons = 0
         if self.patches:
-            mesh = self._patch_mesh(surfaces)
+            mesh = self._patch_mesh(surfaces, self.pressure_max)
             if mesh is not None:
-                v, c, t = mesh
-                self._patch.upload(v, c, t)
+                self._patch.upload(*mesh)
                 self._patch.draw(scene)
         if self.normals:
             self._lines["normals"].draw(scene, self.normal_segments(surfaces), _NORMAL_COLOR, 1.5)
@@ -318,9 +386,9 @@ class Renderer:
             self._lines["tets"].draw(scene, self.tet_segments(state), _TET_COLOR, 1.0)
         if self.joints:
             self._lines["joints"].draw(scene, self.joint_segments(state), _JOINT_COLOR, 3.0)
-        canvas.scene(scene)
-        if self.patches:
-            self._draw_colour_bar(canvas)
+
+    def draw_insets(self, canvas) -> None:
+        """The tactile insets of `self.world` on the canvas (after the scene: drawn over it)."""
         if self.tactile:
             self._insets.draw(canvas, *self.inset_geometry())
 
@@ -344,26 +412,6 @@ class Renderer:
         if not verts:
             return np.zeros((0, 2)), np.zeros((0, 3))
         return np.concatenate(verts), np.concatenate(cols)
-
-    def _draw_colour_bar(self, canvas, steps: int = 16) -> None:
-        """A vertical colour bar at the right edge of the canvas (normalised coordinates)."""
-        x0, x1, y0, y1 = 0.95, 0.975, 0.2, 0.8
-        ys = np.linspace(y0, y1, steps + 1)
-        verts, cols, tris = [], [], []
-        for k in range(steps):
-            base = len(verts)
-            verts += [[x0, ys[k], 0], [x1, ys[k], 0], [x1, ys[k + 1], 0], [x0, ys[k + 1], 0]]
-            cols += [pressure_colors(np.array(k / steps), 0, 1)] * 2 + [pressure_colors(np.array((k + 1) / steps), 0, 1)] * 2
-            tris += [[base, base + 1, base + 2], [base, base + 2, base + 3]]
-        import taichi as ti
-
-        tri = np.array(tris)
-        v, c = np.array(verts)[tri].reshape(-1, 3), np.array(cols)[tri].reshape(-1, 3)
-        if not hasattr(self, "_bar_v"):
-            self._bar_v, self._bar_c = ti.Vector.field(2, ti.f32, len(v)), ti.Vector.field(3, ti.f32, len(v))
-            self._bar_v.from_numpy(v[:, :2].astype(np.float32))
-            self._bar_c.from_numpy(c.astype(np.float32))
-        canvas.triangles(self._bar_v, per_vertex_color=self._bar_c)
 
     def normal_segments(self, surfaces) -> np.ndarray:
         """(k, 2, 3): each polygon's unit normal drawn from its centroid, 5 % of the scene size long."""
@@ -399,17 +447,17 @@ class Renderer:
         return joint_axis_segments(self.sim.joint_layout, state, self.world, 0.2 * self.radius)
 
     def overlay_lines(self, steps_per_s: float | None = None) -> list[str]:
+        """The overlay: time, world, polygons and solver iterations of the world drawn last,
+        the step rate when known, and the force arrows' scale when they are shown."""
         stats = self.sim.solver_stats()
         lines = [
             f"t = {self.sim.time:.3f} s   world {self.world} of {self.sim.worlds}",
             f"polygons {self.polygons}   solver iterations {int(stats['iterations'][self.world])}",
         ]
-        if self.patches:
-            lines.append(f"pressure 0 .. {self.pressure_range[1]:.4g} Pa (colour bar)")
         if self.forces:
             lines.append(f"largest pair force {getattr(self, 'force_max', 0.0):.4g} N (longest arrow)")
         for sensor in self.tactile:
-            lines.append(f"tactile {sensor.face.label}: up to {sensor.pressure()[self.world].max():.4g} Pa")
+            lines.append(f"tactile {sensor.face.label}: up to {sensor.pressure()[self.world].max():.4g} Pa (inset)")
         if steps_per_s is not None:
             lines.append(f"{steps_per_s:.0f} steps/s")
         return lines
@@ -438,13 +486,37 @@ def joint_axis_segments(layout, state: dict, world: int, length: float) -> np.nd
     return np.array(segments, dtype=np.float64).reshape(-1, 2, 3)
 
 
+def surface_pressure_max(surfaces) -> float:
+    """The largest positive polygon-vertex pressure [Pa] of contact surfaces (0 without any)."""
+    top = 0.0
+    for s in surfaces:
+        for pressure in s.polygons.get("vertex_pressure", []):
+            if len(pressure):
+                top = max(top, float(np.max(pressure)))
+    return top
+
+
+def bar_colors(steps: int = 64) -> np.ndarray:
+    """(steps, 3) colours of the colour bar, low to high pressure."""
+    return pressure_colors((np.arange(steps) + 0.5) / steps, 0.0, 1.0)
+
+
+def centre_crop(size, aspect: float) -> tuple[int, int, int, int]:
+    """The largest box (x0, y0, x1, y1) of width / height `aspect` centred in an image of `size`."""
+    width, height = size
+    w, h = (round(height * aspect), height) if height * aspect <= width else (width, round(width / aspect))
+    x0, y0 = (width - w) // 2, (height - h) // 2
+    return x0, y0, x0 + max(w, 1), y0 + max(h, 1)
+
+
 def _window(size, show: bool):
     import taichi as ti
 
     try:
         return ti.ui.Window("taichi-hydro", size, show_window=show, vsync=False)
     except Exception as exc:  # GGUI raises RuntimeError without a Vulkan driver
-        raise ViewerError(f"cannot open a GGUI window ({exc}); GGUI needs a Vulkan driver (e.g. apt install libvulkan1 mesa-vulkan-drivers)") from exc
+        raise ViewerError(f"cannot open a GGUI window ({exc}); GGUI needs a Vulkan driver (e.g. apt install libvulkan1 "
+                          "mesa-vulkan-drivers)") from exc
 
 
 _OFFSCREEN: dict = {}
@@ -465,25 +537,24 @@ def _offscreen_window(size):
     return window
 
 
-def _setup(window, renderer: Renderer, camera_xyz) -> tuple:
+def _camera(pose) -> object:
     import taichi as ti
 
-    scene = window.get_scene()
     camera = ti.ui.Camera()
-    camera.position(*camera_xyz)
-    camera.lookat(*renderer.center)
+    camera.position(*pose.eye)
+    camera.lookat(*pose.target)
     camera.up(0, 0, 1)
-    camera.fov(40)
-    return scene, camera
+    camera.fov(FOV_DEG)
+    camera.z_near(pose.clip_planes()[0])
+    camera.z_far(pose.clip_planes()[1])
+    return camera
 
 
 def _light(scene, renderer: Renderer, camera) -> None:
     scene.set_camera(camera)
     scene.ambient_light((0.45, 0.45, 0.45))
-    scene.point_light(tuple(renderer.center + np.array([1.0, -1.5, 3.0]) * renderer.radius * 3), (0.9, 0.9, 0.9))
-
-
-_MAX_DRAWS = 4  # Viewer.render: draws of one frame until two read-backs agree
+    target = np.array(renderer.pose.target)
+    scene.point_light(tuple(target + np.array([1.0, -1.5, 3.0]) * renderer.radius * 3), (0.9, 0.9, 0.9))
 
 
 def _image(window) -> np.ndarray:
@@ -493,52 +564,112 @@ def _image(window) -> np.ndarray:
     return np.ascontiguousarray((rgb * 255 + 0.5).astype(np.uint8))
 
 
+def _check_tile(tile, worlds: int):
+    """(rows, cols) of a tiled view that fits `worlds` worlds, or None; ArgumentError otherwise."""
+    if tile is None:
+        return None
+    if isinstance(tile, (str, bytes)) or not hasattr(tile, "__len__") or len(tile) != 2:
+        raise ArgumentError(f"tile must be (rows, columns), got {tile!r}")
+    rows, cols = integer(tile[0], "tile rows", 1, 64), integer(tile[1], "tile columns", 1, 64)
+    if rows * cols > worlds:
+        raise ArgumentError(f"tile {rows} x {cols} shows {rows * cols} worlds and the simulator has {worlds}: "
+                            f"use --worlds {rows * cols} or more, or a smaller tile")
+    return rows, cols
+
+
 class Viewer:
     """Offscreen renderer of a Simulator for notebooks and logging (GGUI through the Vulkan
     driver; no display needed):
 
         frame = Viewer(sim).render(world=0)     # (height, width, 3) uint8, top row first
 
-    Each render draws the simulator's current state (bodies, and the contact patches of that
-    world coloured by pressure when `patches`); tactile: sensors (Simulator.tactile_sensor)
-    whose last pressure images are drawn as insets, bottom left. Raises ViewerError without a
-    Vulkan driver."""
+    Each render draws the simulator's current state: the bodies (compliant ones cut away while
+    anything inside them is shown), the contact patches coloured by pressure when `patches`,
+    and, when `labels`, the colour bar with its ticks and unit and the overlay (annotate.py).
+    `tile` = (rows, cols) draws worlds 0 .. rows cols - 1 side by side, each panel labelled with
+    its world index and the parameters that differ between them, on one colour scale.
+    `camera` = (position, target) [m], either None, overrides the automatic framing
+    (framing.py); default: the scene's [view] table. tactile: sensors
+    (Simulator.tactile_sensor) whose last pressure images are drawn as insets, bottom left (of
+    each panel). Raises ViewerError without a Vulkan driver."""
 
     def __init__(self, sim, world: int = 0, size=(640, 480), patches: bool = True, normals: bool = False,
-                 forces: bool = False, tets: bool = False, joints: bool = False, tactile=()):
+                 forces: bool = False, tets: bool = False, joints: bool = False, tactile=(), camera=None, tile=None,
+                 labels: bool = True, window=None):
         self.sim = sim
+        if camera is None:  # the scene's [view] table
+            camera = (sim.scene.view.camera_position, sim.scene.view.camera_target)
         self.size = checked_size(size)
-        self.renderer = Renderer(sim, world, patches, normals, forces, tets, joints, tactile, self.size[0] / self.size[1])
-        self.window = _offscreen_window(self.size)
-        self.scene, self.camera = _setup(self.window, self.renderer, self.renderer.camera_position())
+        self.tile = _check_tile(tile, sim.worlds)
+        self.labels = labels
+        self.panels = panel_grid(self.size, *self.tile) if self.tile else [(0, 0, *self.size)]
+        panel = (self.panels[0][2] - self.panels[0][0], self.panels[0][3] - self.panels[0][1])
+        # A live window (`window`, internal) renders each panel at its own size and crops it.
+        self.window = _offscreen_window(panel) if window is None else window
+        self.live = window is not None
+        rendered = self.size if self.live else panel
+        self.crop = centre_crop(rendered, panel[0] / panel[1])
+        fov = np.degrees(2 * np.arctan(np.tan(np.radians(FOV_DEG) / 2) * (self.crop[3] - self.crop[1]) / rendered[1]))
+        worlds = range(len(self.panels)) if self.tile else None
+        self.renderer = Renderer(sim, world, patches, normals, forces, tets, joints, tactile, panel[0] / panel[1], camera,
+                                 worlds, fov)
+        self.scene = self.window.get_scene()
+        self.camera = _camera(self.renderer.pose)
         self.canvas = self.window.get_canvas()
+        self.labels_of_worlds = parameter_labels(sim.parameters(), sim.body_names, list(worlds)) if self.tile else []
 
     def look(self, eye, target) -> None:
-        """Place the camera at `eye` looking at `target` (world points [m]; z stays up)."""
-        eye, target = np.asarray(eye, dtype=np.float64), np.asarray(target, dtype=np.float64)
-        self.camera.position(*eye)
-        self.camera.lookat(*target)
-        self.renderer.eye = eye  # patches are lifted towards it
-        self.renderer.center = target
+        """Place the camera at `eye` looking at `target` (world points [m]; z stays up); the
+        automatic framing no longer moves it."""
+        self.renderer.look(eye, target)
+        self.camera = _camera(self.renderer.pose)
 
-    def render(self, world: int | None = None) -> np.ndarray:
-        """The current state of `world` (default: the last one drawn) as an RGB image."""
+    def _draw(self, world: int, surfaces, p_max: float) -> np.ndarray:
+        """One world's 3-D frame at panel size, drawn once (each draw of a fixed state gives
+        the same pixels: bench/viewer_stress.py; see _Buffer for the GGUI defect that used to
+        drop whole draw calls)."""
+        self.renderer.world = world
+        self.canvas.set_background_color((0.97, 0.97, 0.98))
+        _light(self.scene, self.renderer, self.camera)
+        self.renderer.draw(self.scene, surfaces, p_max)
+        self.canvas.scene(self.scene)
+        self.renderer.draw_insets(self.canvas)
+        image = _image(self.window)
+        x0, y0, x1, y1 = self.crop
+        image = image[y0:y1, x0:x1]
+        panel = self.panels[0]
+        if image.shape[:2] != (panel[3] - panel[1], panel[2] - panel[0]):
+            from PIL import Image
+
+            image = np.asarray(Image.fromarray(image).resize((panel[2] - panel[0], panel[3] - panel[1]), Image.BILINEAR))
+        return image
+
+    def render(self, world: int | None = None, steps_per_s: float | None = None) -> np.ndarray:
+        """The current state of `world` (default: the last one drawn; tiled: worlds 0 .. R C - 1)
+        as an RGB image; `steps_per_s` goes into the overlay."""
         if world is not None:
             if not 0 <= world < self.sim.worlds:
                 raise SceneError(f"world must be in [0, {self.sim.worlds - 1}], got {world}")
             self.renderer.world = world
-        # GGUI's offscreen read-back on lavapipe now and then returns a frame that is not the one
-        # just drawn (measured: 1 of 300 renders of a fixed state, 870 pixels off): draw until
-        # two read-backs agree.
-        image = None
-        for _ in range(_MAX_DRAWS):
-            self.canvas.set_background_color((0.97, 0.97, 0.98))
-            _light(self.scene, self.renderer, self.camera)
-            self.renderer.draw(self.scene, self.canvas)
-            previous, image = image, _image(self.window)
-            if previous is not None and np.array_equal(previous, image):
-                break
-        return image
+        shown = list(range(len(self.panels))) if self.tile else [self.renderer.world]
+        if not self.live and self.renderer.reframe(self.sim.get_state(), shown):
+            self.camera = _camera(self.renderer.pose)
+        surfaces = {w: self.renderer.surfaces(w) for w in shown}
+        p_max = max(surface_pressure_max(s) for s in surfaces.values())
+        bar = p_max if self.labels and self.renderer.patches else None
+        if not self.tile:
+            image = self._draw(shown[0], surfaces[shown[0]], p_max)
+            return compose(image, self.renderer.overlay_lines(steps_per_s), bar, bar_colors()) if self.labels else image
+        panels, labels = [], []
+        iterations = self.sim.solver_stats()["iterations"]
+        for w in shown:
+            panels.append(self._draw(w, surfaces[w], p_max))
+            labels.append([f"world {w}", f"{self.renderer.polygons} polygons, {int(iterations[w])} iterations",
+                           *self.labels_of_worlds[w]] if self.labels else [])
+        overlay = [f"t = {self.sim.time:.3f} s", f"{len(shown)} of {self.sim.worlds} worlds"]
+        if steps_per_s is not None:
+            overlay.append(f"{steps_per_s:.0f} steps/s")
+        return tile(panels, *self.tile, self.size, labels, overlay if self.labels else [], bar, bar_colors())
 
 
 class NullViewer:
@@ -549,29 +680,35 @@ class NullViewer:
         self.sim = sim
         self.size = checked_size(size)
 
-    def render(self, world: int | None = None) -> np.ndarray:
+    def render(self, world: int | None = None, steps_per_s: float | None = None) -> np.ndarray:
         if world is not None and not 0 <= world < self.sim.worlds:
             raise SceneError(f"world must be in [0, {self.sim.worlds - 1}], got {world}")
         return np.zeros((self.size[1], self.size[0], 3), dtype=np.uint8)
 
 
 def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, world: int = 0, size=(640, 480),
-           patches: bool = True, fps: int = 30, **shown) -> Path:
+           patches: bool = True, fps: int = 30, camera=None, tile=None, **shown) -> Path:
     """Render `frames` frames offscreen, stepping the simulator `steps_per_frame` steps before
     each frame after the first, and write them to `path` (.png: the last frame; .gif; .mp4,
-    which needs imageio-ffmpeg). `shown`: normals, forces, tets, joints, tactile (see Renderer).
-    Returns the path."""
+    which needs imageio-ffmpeg). `shown`: normals, forces, tets, joints, tactile, labels (see
+    Viewer); camera, tile: see Viewer. The overlay's step rate is that of the last frame's steps. Returns the path."""
+    import time
+
     path = check_output(path, FORMATS, "--record", create_folder=True)
     frames = integer(frames, "frames", 1)
     steps_per_frame = integer(steps_per_frame, "steps_per_frame", 0)
     fps = integer(fps, "fps", 1, 1000)
-    offscreen = Viewer(sim, world, size, patches, **shown)
+    offscreen = Viewer(sim, world, size, patches, camera=camera, tile=tile, **shown)
     images = []
+    rate = None
     with progress_bar(frames, "frame", "recording") as bar:
         for k in range(frames):
             if k > 0 and steps_per_frame:
+                t0 = time.perf_counter()
                 sim.step(steps_per_frame)
-            images.append(offscreen.render())
+                sim.get_state()  # waits for the device
+                rate = steps_per_frame / max(time.perf_counter() - t0, 1e-9)
+            images.append(offscreen.render(steps_per_s=rate))
             bar.update(1)
     return write_frames(path, images, fps)
 
@@ -611,23 +748,31 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patches: bool = True, **shown) -> None:
-    """Live window. Keys: space pause/run, s single step, r reset, p patches on/off, n normals,
-    f force arrows, t tet-mesh wireframe, j joint axes, [ and ] previous/next world, Esc quit;
-    right mouse drag orbits, WASDQE moves the camera."""
+def show_image(canvas, image: np.ndarray) -> None:
+    """Put an RGB image (H, W, 3) uint8, top row first, on a GGUI canvas (Taichi's layout:
+    (W, H, 3) floats, bottom row first)."""
+    canvas.set_image(np.ascontiguousarray(image[::-1].transpose(1, 0, 2), dtype=np.float32) / 255.0)
+
+
+def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patches: bool = True, camera=None,
+         tile=None, **shown) -> None:
+    """Live window showing the frames `record` writes (the same Viewer renders each one and the
+    window shows it with its labels). Keys: space pause/run, s single step, r reset, p patches
+    on/off, n normals, f force arrows, t tet-mesh wireframe, j joint axes, [ and ] previous/next
+    world (not tiled), Esc quit; right mouse drag orbits, WASDQE moves the camera."""
+    import time
+
     import taichi as ti
 
     if not has_display():
-        raise ViewerError("no display (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4 to render offscreen")
+        raise ViewerError("no display (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4 to render "
+                          "offscreen")
     size = checked_size(size)
-    renderer = Renderer(sim, world, patches, aspect=size[0] / size[1], **shown)
+    tile = _check_tile(tile, sim.worlds)
     window = _window(size, show=True)
-    scene, camera = _setup(window, renderer, renderer.camera_position())
-    canvas = window.get_canvas()
-    gui = window.get_gui()
+    live = Viewer(sim, world, size, patches, camera=camera, tile=tile, window=window, **shown)
+    renderer, camera = live.renderer, live.camera
     running = True
-    import time
-
     rate, last = None, time.perf_counter()
     while window.running:
         for e in window.get_events(ti.ui.PRESS):
@@ -642,7 +787,7 @@ def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patche
             elif e.key in ("p", "n", "f", "t", "j"):
                 flag = {"p": "patches", "n": "normals", "f": "forces", "t": "tets", "j": "joints"}[e.key]
                 setattr(renderer, flag, not getattr(renderer, flag))
-            elif e.key in ("[", "]"):
+            elif e.key in ("[", "]") and tile is None:
                 renderer.world = (renderer.world + (1 if e.key == "]" else -1)) % sim.worlds
         if running and steps_per_frame:
             sim.step(steps_per_frame)
@@ -650,10 +795,5 @@ def view(sim, world: int = 0, size=(1280, 800), steps_per_frame: int = 1, patche
             rate, last = steps_per_frame / max(now - last, 1e-9), now
         camera.track_user_inputs(window, movement_speed=0.01 * renderer.radius, hold_key=ti.ui.RMB)
         renderer.eye = np.array(camera.curr_position)
-        canvas.set_background_color((0.97, 0.97, 0.98))
-        _light(scene, renderer, camera)
-        renderer.draw(scene, canvas)
-        with gui.sub_window("taichi-hydro", 0.01, 0.01, 0.36, 0.14):
-            for line in renderer.overlay_lines(rate):
-                gui.text(line)
+        show_image(live.canvas, live.render(steps_per_s=rate))
         window.show()

@@ -121,6 +121,11 @@ def test_viewer_render_shows_the_falling_body_and_the_chosen_world(arch):
     changed = lambda a, b: int(np.count_nonzero(np.abs(a - b).sum(axis=2) > 30))  # noqa: E731
     assert changed(first, later) > 50 and changed(first, other) > 50
     assert changed(later, v.render(world=0).astype(int)) == 0  # same state, same picture
+    eye, target = np.add(v.renderer.pose.target, (0.3, -0.3, 0.2)), v.renderer.pose.target
+    v.look(eye, target)  # a fixed camera: the automatic framing keeps it
+    looked = v.render(world=0).astype(int)
+    np.testing.assert_allclose(v.renderer.pose.eye, eye)
+    assert changed(later, looked) > 50
     with pytest.raises(th.SceneError, match=r"world must be in \[0, 1\], got 2"):
         v.render(world=2)
     null = viewer.NullViewer(sim, size=(160, 120))
@@ -239,18 +244,186 @@ def test_viewer_draws_tactile_insets_only_when_given(arch):
     assert sensor.pressure()[0].max() > 0
     corner = (slice(240 - 72, 240 - 5), slice(6, 60))  # the inset: 0.3 of the height, from 0.02 of each side
     try:
-        with_view, without_view = viewer.Viewer(sim, size=(320, 240), tactile=[sensor]), viewer.Viewer(sim, size=(320, 240))
+        with_view = viewer.Viewer(sim, size=(320, 240), tactile=[sensor], labels=False)
+        without_view = viewer.Viewer(sim, size=(320, 240), labels=False)
     except viewer.ViewerError as exc:
         pytest.skip(f"no GGUI here: {exc}")
-    # GGUI's read-back on lavapipe now and then returns a frame without the shaded meshes (the
-    # README's known limits): a pair of frames whose rest differs is drawn again, three times at most.
-    for _ in range(3):
-        with_inset, without = with_view.render().astype(int), without_view.render().astype(int)
-        rest = np.abs(with_inset[:100, 100:] - without[:100, 100:]).sum(axis=2) > 60
-        if rest.mean() < 0.01:
-            break
+    with_inset, without = with_view.render().astype(int), without_view.render().astype(int)
+    rest = np.abs(with_inset[:100, 100:] - without[:100, 100:]).sum(axis=2) > 60
     differs = np.abs(with_inset[corner] - without[corner]).sum(axis=2) > 60
     print(f"{int(differs.sum())} of {differs.size} corner pixels differ")
     assert differs.mean() > 0.5
     print(f"{int(rest.sum())} pixels of the rest of the frame differ")
-    assert rest.mean() < 0.01  # the rest of the frame is the same (but for GGUI's read-back noise on lavapipe)
+    assert rest.mean() < 0.01  # the rest of the frame is the same
+
+
+def test_framing_fits_the_box_and_projects_like_ggui(arch):
+    """framed(): every corner of the box projects inside the image, the target to its centre;
+    project() matches GGUI's own view and projection matrices."""
+    if arch != "cpu":
+        pytest.skip("host-side: checked in the cpu session")
+    from taichi_hydro import framing
+
+    lo, hi = np.array([-0.1, -0.05, 0.0]), np.array([0.3, 0.05, 0.2])
+    pose = framing.framed(lo, hi, 4 / 3)
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    px, depth = framing.project(corners, pose, (640, 480))
+    assert np.all(depth > 0) and np.all((px > 0) & (px < [640, 480]))
+    np.testing.assert_allclose(framing.project(pose.target, pose, (640, 480))[0], [[320, 240]], atol=1e-9)
+    moved = framing.framed(lo, hi, 4 / 3, position=(1.0, 2.0, 3.0))
+    assert moved.eye == (1.0, 2.0, 3.0) and moved.target == pose.target
+    with pytest.raises(ValueError, match="must differ"):
+        framing.framed(lo, hi, 1.0, position=(0, 0, 1), target=(0, 0, 1))
+    import taichi as ti
+
+    camera = ti.ui.Camera()
+    camera.position(*moved.eye)
+    camera.lookat(*moved.target)
+    camera.up(0, 0, 1)
+    camera.fov(framing.FOV_DEG)
+    clip = np.c_[corners, np.ones(8)] @ camera.get_view_matrix() @ camera.get_projection_matrix(640 / 480)
+    ndc = clip[:, :2] / clip[:, 3:]
+    expected = np.c_[(ndc[:, 0] + 1) * 320, (1 - ndc[:, 1]) * 240]
+    np.testing.assert_allclose(framing.project(corners, moved, (640, 480))[0], expected, atol=1e-3)
+
+
+def test_annotation_helpers(arch):
+    if arch != "cpu":
+        pytest.skip("host-side: checked in the cpu session")
+    from taichi_hydro import annotate
+
+    np.testing.assert_allclose(annotate.nice_ticks(1.02), [0, 0.25, 0.5, 0.75, 1.0])
+    np.testing.assert_allclose(annotate.nice_ticks(4.1e3), [0, 1e3, 2e3, 3e3, 4e3])
+    assert list(annotate.nice_ticks(0.0)) == [0.0]
+    assert annotate.pressure_unit(2.5e5) == (1e3, "kPa") and annotate.pressure_unit(10.0) == (1.0, "Pa")
+    params = {"mass": np.array([[np.nan, 0.2], [np.nan, 0.3]]), "friction": np.full((2, 2), 0.5),
+              "gravity": np.array([[0, 0, -9.81], [0, 0, -9.0]])}
+    labels = annotate.parameter_labels(params, ["floor", "box"], [0, 1])
+    assert labels == [["mass box 0.2 kg", "gravity z -9.81 m/s^2"], ["mass box 0.3 kg", "gravity z -9 m/s^2"]]
+    boxes = annotate.panel_grid((640, 480), 2, 3)
+    assert len(boxes) == 6 and boxes[5][2] <= 640 - annotate.strip_width(640) and boxes[5][3] == 480
+
+
+def test_back_faces_keep_the_far_half_of_a_cube(arch):
+    if arch != "cpu":
+        pytest.skip("host-side: checked in the cpu session")
+    v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], float)
+    # the +z face (outward normal up) and the -z face (down), wound counter-clockwise from outside
+    tris = np.array([[1, 5, 7], [0, 6, 4]])
+    np.testing.assert_array_equal(viewer.back_faces(v, tris, eye=[0.5, 0.5, 5.0]), [False, True])
+    np.testing.assert_array_equal(viewer.back_faces(v, tris, eye=[0.5, 0.5, -5.0]), [True, False])
+    assert viewer.centre_crop((640, 480), 1.0) == (80, 0, 560, 480)
+
+
+def _near(img, color, tol):
+    return np.abs(img.astype(int) - np.asarray(color) * 255).max(axis=-1) < tol
+
+
+def _chroma(img):
+    rgb = img.astype(float) + 1.0
+    return rgb / np.linalg.norm(rgb, axis=-1, keepdims=True)
+
+
+def test_recorded_frame_shows_bodies_patches_and_labels(arch):
+    """The box stack at rest: within each box's outline (projected with the viewer's camera) the
+    frame has pixels of that box's colour (shaded: same hue) and of the pressure colour map
+    (the patches inside the cut-away boxes); the colour bar's label area has text that a frame
+    with labels off lacks."""
+    from taichi_hydro import annotate, framing
+
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "box_stack.toml"))
+    sim.step(30)
+    try:
+        v = viewer.Viewer(sim, size=(320, 240))
+    except viewer.ViewerError as exc:
+        pytest.skip(f"no GGUI here: {exc}")
+    img = v.render()
+    half = np.array([0.1, 0.075, 0.04])  # the boxes' half sizes [m]; they rest unrotated
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+    # patch pixels: saturated, with the hue of a colour of the map (lighting scales brightness)
+    cmap = _chroma(viewer.pressure_colors(np.linspace(0, 1, 64), 0, 1) * 255)
+    saturated = img.max(axis=2).astype(int) - img.min(axis=2) > 80
+    patch = saturated & (np.linalg.norm(_chroma(img)[:, :, None] - cmap, axis=-1).min(axis=2) < 0.03)
+    for b in (1, 2):  # the two boxes: their projected corners bound the window looked at
+        corners, _ = framing.project(sim.get_state()["position"][0, b] + signs * half, v.renderer.pose, (320, 240))
+        (x0, y0), (x1, y1) = np.floor(corners.min(axis=0)).astype(int), np.ceil(corners.max(axis=0)).astype(int)
+        window = (slice(max(y0, 0), y1), slice(max(x0, 0), x1))
+        body = np.linalg.norm(_chroma(img[window]) - _chroma(np.array(viewer._BODY_COLORS[b]) * 255), axis=-1) < 0.02
+        assert np.count_nonzero(body) > 20, f"body {b}"
+        assert np.count_nonzero(patch[window]) > 50, f"patch near body {b}"
+    plain = viewer.Viewer(sim, size=(320, 240), labels=False).render()
+    x0, y0, x1, y1 = annotate.bar_layout((320, 240))["labels"]
+    assert np.count_nonzero(np.abs(img[y0:y1, x0:x1].astype(int) - plain[y0:y1, x0:x1]).sum(axis=2) > 60) > 40
+    assert np.array_equal(img[:, :x0 - 80][100:], plain[:, :x0 - 80][100:])  # below the overlay box, the scene alone
+
+
+def test_tiled_frame_has_distinct_labelled_panels(arch):
+    """--tile 2 2 over 4 worlds whose balls start at different heights: 4 panels, each showing its
+    own world (no two alike), separated by lines; labels name each world."""
+    from taichi_hydro import annotate
+
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "ball_drop.toml"), worlds=4)
+    state = sim.get_state()
+    state["position"][:, 1, 2] += np.array([0.0, 0.05, 0.1, 0.15])[:, None][:, 0]
+    sim.set_state(position=state["position"])
+    with pytest.raises(th.ArgumentError, match="simulator has 4"):
+        viewer.Viewer(sim, tile=(3, 2))
+    try:
+        img = viewer.Viewer(sim, size=(400, 300), tile=(2, 2), labels=False).render().astype(int)
+    except viewer.ViewerError as exc:
+        pytest.skip(f"no GGUI here: {exc}")
+    boxes = annotate.panel_grid((400, 300), 2, 2)
+    panels = [img[y0 + 3:y1 - 3, x0 + 3:x1 - 3] for x0, y0, x1, y1 in boxes]
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert np.count_nonzero(np.abs(panels[i] - panels[j]).sum(axis=2) > 30) > 30, (i, j)
+    labelled = viewer.Viewer(sim, size=(400, 300), tile=(2, 2)).render().astype(int)
+    for x0, y0, x1, y1 in boxes:  # label text at each panel's top left
+        label = (slice(y0 + 4, y0 + 20), slice(x0 + 4, x0 + 60))
+        assert np.count_nonzero(np.abs(labelled[label] - img[label]).sum(axis=2) > 60) > 20
+
+
+def test_scene_view_table_is_validated(arch):
+    if arch != "cpu":
+        pytest.skip("host-side: checked in the cpu session")
+    body = {"name": "ball", "mass": 1.0, "shape": {"type": "sphere", "radius": 0.1}}
+    scene = th.scene_from_dict({"body": [body], "view": {"camera_position": [1, 2, 3], "camera_target": [0, 0, 0]}}, "s.toml")
+    assert scene.view.camera_position == (1.0, 2.0, 3.0) and scene.view.camera_target == (0.0, 0.0, 0.0)
+    assert th.scene_from_dict({"body": [body]}).view.camera_position is None
+    for view, message in (({"camera_posit": [1, 2, 3]}, "s.toml: \\[view\\]: unknown key 'camera_posit'"),
+                          ({"camera_target": [1, 2]}, "\\[view\\]: key 'camera_target': must be a list of 3 numbers"),
+                          ({"camera_position": [0, 0, 1], "camera_target": [0, 0, 1]}, "must differ"),
+                          ("front", "\\[view\\] must be a table")):
+        with pytest.raises(th.SceneError, match=message):
+            th.scene_from_dict({"body": [body], "view": view}, "s.toml")
+
+
+def test_view_tile_needs_enough_worlds(arch, tmp_path):
+    if arch != "cpu":
+        pytest.skip("host-side: checked in the cpu session")
+    cli = [sys.executable, "-m", "taichi_hydro.cli", "view", str(ROOT / "scenes" / "pile.toml"),
+           "--record", str(tmp_path / "a.png")]
+    proc = subprocess.run(cli + ["--tile", "2", "2", "--worlds", "3"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "--tile 2 2 shows 4 worlds" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(cli + ["--tile", "0", "2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "--tile" in proc.stderr
+
+
+def test_a_fixed_state_renders_the_same_pixels_every_time(arch):
+    """Sixteen renders of one state through four Viewer objects of two sizes: every frame of a
+    size equals that size's first. GGUI's uninitialised transform buffer (see viewer._Buffer)
+    used to drop whole draw calls now and then; with _Buffer.draw calling scene.mesh again
+    (monkeypatched), 5 of 7 runs of this test failed on lavapipe (the patch missing: 65 or 102
+    pixels), and bench/viewer_stress.py counts it over 300 renders."""
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "sphere_on_plane.toml"))
+    sim.step(1)
+    first = {}
+    for size in ((160, 120), (128, 96), (160, 120), (128, 96)):
+        try:
+            v = viewer.Viewer(sim, size=size)
+        except viewer.ViewerError as exc:
+            pytest.skip(f"no GGUI here: {exc}")
+        for _ in range(4):
+            img = v.render()
+            ref = first.setdefault(size, img)
+            assert np.array_equal(img, ref), f"{size}: {np.count_nonzero(np.any(img != ref, axis=2))} pixels differ"
