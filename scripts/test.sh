@@ -9,9 +9,9 @@ arches=${TH_ARCHES:-cpu vulkan}
 case " $arches " in *" vulkan "*) th_system vulkan || true ;; *) th_system cpu ;; esac
 th_venv test
 th_torch_local
-# One pass per backend. With both, the cpu and vulkan passes run side by side (each is mostly
-# one busy thread: the cpu pass compiles and runs small kernels, the vulkan pass pays lavapipe's
-# per-launch cost), the vulkan pass's output kept in a log that is printed when it ends.
+# One pass per backend. With both, the cpu and vulkan passes run side by side (each process is
+# mostly one busy thread: the cpu pass compiles and runs small kernels, the vulkan pass pays
+# lavapipe's per-launch cost), the vulkan pass's output kept in a log that is printed when it ends.
 
 cpu_pass() {  # also cuda
   th_log "pytest --arch $1"
@@ -26,7 +26,10 @@ vulkan_pass() {
   local status=0 pending next part pids
   th_log "pytest --arch vulkan"
   pending=$(mktemp)
-  TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q --arch vulkan "$@" || status=1
+  # Two pytest workers (pytest-xdist, whole files per worker so that module fixtures are made
+  # once): lavapipe's per-launch cost keeps one process on one core, and once the cpu pass is
+  # done the second core would idle.
+  TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q -n 2 --dist loadfile --arch vulkan "$@" || status=1
   while [ -s "$pending" ]; do
     th_log "rerunning $(wc -l < "$pending") test(s) in fresh processes, two at a time"
     next=$(mktemp)
