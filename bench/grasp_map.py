@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from taichi_hydro.types import C_POLYGONS
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 import spatula_slip as study  # noqa: E402
@@ -93,7 +95,7 @@ def batch_capacity(scene, grid: dict) -> dict:
         sim.step(int(round(0.01 / sim.dt)))
     sim.step(int(round(0.1 / sim.dt)))
     counts = sim.collide()
-    pool = sim.collision.pool.to_numpy(int(counts[3]))
+    pool = sim.collision.pool.to_numpy(int(counts[C_POLYGONS]))
     deep = sim.collision.pair_deep.to_numpy()
     b = scene.body_index(study.SPATULA)
     m, d = float(scene.bodies[b].mass), float(sim.model.host.body_com_B[b][1])

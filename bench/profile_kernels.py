@@ -19,7 +19,8 @@ def main(argv=None) -> int:
     p.add_argument("--case", default="box_stack")
     p.add_argument("--worlds", type=int, default=1)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--schedule", choices=["world", "contact"])
+    p.add_argument("--schedule", help="solver schedule (default: the backend's)")
+    p.add_argument("--method", help="solver method (default: the schedule's)")
     args = p.parse_args(argv)
     import dataclasses
 
@@ -32,13 +33,15 @@ def main(argv=None) -> int:
     scene = case.scene()
     if args.schedule:
         scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, schedule=args.schedule))
+    if args.method:
+        scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, method=args.method))
     sim = th.Simulator(scene, worlds=args.worlds, graph=False)
     sim.step(case.steps // 2)  # into contact, pools grown, kernels compiled
     sim.world_status()
     ti.profiler.clear_kernel_profiler_info()
     sim.step(args.steps)
     sim.world_status()
-    print(f"{args.case}, {args.worlds} worlds, {args.steps} steps, arch {args.arch}, schedule {sim.schedule}:")
+    print(f"{args.case}, {args.worlds} worlds, {args.steps} steps, arch {args.arch}, {sim.method}/{sim.schedule}:")
     ti.profiler.print_kernel_profiler_info("count")
     return 0
 

@@ -26,6 +26,7 @@ import numpy as np
 import taichi_hydro as th
 from taichi_hydro.output import append_text, check_output, write_text
 from taichi_hydro.progress import progress_bar
+from taichi_hydro.types import C_POLYGONS
 
 from . import cases as registry
 from .machine import describe, machine
@@ -57,7 +58,7 @@ def contact_worker(arch: str, names: list[str], quick: bool) -> None:
             counts = sim.collide()
             first = time.perf_counter() - t0
             query_s = _median_time(sim.collide)
-            polygons = int(counts[3])
+            polygons = int(counts[C_POLYGONS])
             row = {
                 "suite": "contact",
                 "case": name,

@@ -170,8 +170,8 @@ def spend_launches(count: int, *, check_only: bool = False) -> None:
 
 def _probe_loop_atomics() -> None:
     """Integer atomics inside a loop with a run-time trip count: Mesa's lavapipe before 23
-    executes only the first two iterations (seen with Mesa 22.3.6; fixed in 25.0). Our hash
-    and pools rely on that pattern, so refuse such a driver instead of dropping contacts."""
+    executes only the first two iterations (seen with Mesa 22.3.6; fixed in 25.0). Our broad
+    phase and pools rely on that pattern, so refuse such a driver instead of dropping contacts."""
     import numpy as np
     import taichi as ti
 

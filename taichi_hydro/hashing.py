@@ -1,4 +1,4 @@
-"""Integer hashing for the device hash tables (spatial grid, warm-start table).
+"""Integer hashing for the device hash tables (the warm-start table).
 
 Keys are combined one 32-bit word at a time and finished with the avalanche step of
 MurmurHash3's fmix32 (Appleby), so that keys differing only in small coordinates or in the

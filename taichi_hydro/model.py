@@ -16,14 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import taichi as ti
 
+from .geometry.bvh import mesh_trees, outward_float32
 from .errors import SceneError
 from .geometry.build import Geometry, body_geometries
 from .geometry.mass import UnitMassProperties, gyration_radius, inertia_matrix, union_props
 from .geometry.twin import NoTwin, Side, choose_twin, max_gradient
 from .scene import Body, Scene
 from .types import (
-    BODY_KINDS, G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_HASH_START, G_KIND, G_POOL_START, HALFSPACE, P_BODY_HI,
-    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TWIN, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, host_float, ivec8,
+    BODY_KINDS, G_BODY, G_COMPLIANT, G_BVH_ROOT, G_ELEM_COUNT, G_KIND, G_QUERY_START, G_POOL_START, HALFSPACE, P_BODY_HI,
+    P_BODY_LO, P_FLIP, P_GEOM_A, P_GEOM_B, P_TWIN, P_TYPE, PF_D, PF_MU, PF_TAU, TETMESH, TRIMESH, PairType, box3, host_float, ivec4, ivec8,
     tet_vertices, tri_vertices, vec3, vec4,
 )
 
@@ -44,7 +45,7 @@ class ModelData:
       can touch but for which neither side can take a twin (no pair was made; check_supported
       refuses the scene).
     geom_i (G, 8): columns types.G_* (owning body, kind, compliant, pool start, element count,
-      start in the hashed element range or -1).
+      start in the query element range or -1, root of its mesh's tree or -1).
     geom_name (G,): each geometry's name within its body (scene.GeometrySpec.name; a twin has
       the name of the geometry it stands for).
     geom_modulus (G,) [Pa] (0 when rigid), geom_slab_gradient (G,) E/H [Pa/m] of a compliant
@@ -59,17 +60,20 @@ class ModelData:
     geom_box_G (G, 2, 3): body-frame bounding box [m] (meshes only).
     geom_ball_G (G, 4): body-frame bounding ball, centre [m] and radius [m] (meshes only): its
       world box does not grow when the body turns, unlike the rotated box's.
-    hash_elem_geom (H,): geometry of each hashed element.
+    query_elem_geom (H,): geometry of each query element (the elements of the geometries in
+      mesh-mesh pairs, one broad-phase thread per world and query element).
+    bvh_box_G (N, 2, 3) [m], bvh_node (N, 4), bvh_elem (M,), bvh_elem_box_G (M, 2, 3) [m]: the
+      trees of the meshes
+      (collision.bvh), mesh frame; geom_i[g, G_BVH_ROOT] is geometry g's root.
     pair_i (P, 8): geometry a, geometry b (roles), PairType, flip (1 when body(a) > body(b): the
       output normal points from the lower body index to the higher), lower body, higher body,
       twin (1 for a rigid-rigid pair, one of whose geometries is a twin).
     pair_f (P, 4): columns types.PF_*: friction mu, Hunt-Crossley d [s/m], Kelvin-Voigt tau [s]
       of the pair's two geometries (Drake's combination rules: mu = 2 mu_a mu_b / (mu_a + mu_b),
       d weighted by the moduli, tau = tau_a + tau_b; see combine_pair_parameters).
-    pair_table (G, G): pair id of a hashed pair or -1.
-    geom_pair_start (G+1,), geom_pair_list (...): hashed pairs of each geometry (CSR).
-    plane_task (K, 2): (pair, element index within the mesh geometry) for every planar pair.
-    cell_size [m]: spatial hash cell edge.
+    pair_table (G, G): pair id of a mesh-mesh pair or -1.
+    geom_pair_start (G+1,), geom_pair_list (...): mesh-mesh pairs of each geometry (CSR).
+    planar_task (K, 2): (pair, element index within the mesh geometry) for every planar pair.
     body_kind (B,): BODY_DYNAMIC, BODY_STATIC or BODY_KINEMATIC.
     body_mass (B,) [kg] (0 unless dynamic); body_inertia_B (B, 3, 3) [kg m^2] about the centre
       of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame (see
@@ -102,14 +106,17 @@ class ModelData:
     body_geoms: np.ndarray
     geom_box_G: np.ndarray
     geom_ball_G: np.ndarray
-    hash_elem_geom: np.ndarray
+    query_elem_geom: np.ndarray
+    bvh_box_G: np.ndarray
+    bvh_node: np.ndarray
+    bvh_elem: np.ndarray
+    bvh_elem_box_G: np.ndarray
     pair_i: np.ndarray
     pair_f: np.ndarray
     pair_table: np.ndarray
     geom_pair_start: np.ndarray
     geom_pair_list: np.ndarray
-    plane_task: np.ndarray
-    cell_size: float
+    planar_task: np.ndarray
     body_kind: np.ndarray
     body_mass: np.ndarray
     body_inertia_B: np.ndarray
@@ -224,7 +231,7 @@ def _pairs(scene: Scene, geoms: list[Geometry], geom_body: list[int], specs: lis
 
 
 def build_model(scene: Scene) -> ModelData:
-    """Geometry, pools, pairs and the hash set-up for `scene`."""
+    """Geometry, pools, pairs and the meshes' trees for `scene`."""
     geoms, geom_body, geom_name, specs, labels = [], [], [], [], []
     for b, body in enumerate(scene.bodies):
         geoms += body_geometries(body, scene.source)
@@ -261,7 +268,8 @@ def build_model(scene: Scene) -> ModelData:
         geom_i[g, G_BODY] = geom_body[g]
         geom_i[g, G_KIND] = geo.kind
         geom_i[g, G_COMPLIANT] = int(geo.compliant)
-        geom_i[g, G_HASH_START] = -1
+        geom_i[g, G_QUERY_START] = -1
+        geom_i[g, G_BVH_ROOT] = -1
         if geo.kind == TETMESH:
             mesh = geo.tets
             if id(mesh) not in pool_start:
@@ -299,21 +307,21 @@ def build_model(scene: Scene) -> ModelData:
     pair_f = combine_pair_parameters(pair_i, np.array(pair_tau, dtype=np.float64), friction[None], dissipation[None],
                                      modulus[None])[0]
 
-    # Hashed pairs and the elements they hash.
+    # Mesh-mesh pairs and the elements that query the other mesh's tree.
     pair_table = -np.ones((G, G), dtype=np.int32)
     per_geom: list[list[int]] = [[] for _ in range(G)]
-    hashed_geoms: set[int] = set()
+    query_geoms: set[int] = set()
     for p, row in enumerate(pair_i):
-        if row[P_TYPE] in PairType.HASHED:
+        if row[P_TYPE] in PairType.MESH_MESH:
             a, b = int(row[P_GEOM_A]), int(row[P_GEOM_B])
             pair_table[a, b] = pair_table[b, a] = p
             per_geom[a].append(p)
             per_geom[b].append(p)
-            hashed_geoms.update((a, b))
-    hash_elem_geom = []
-    for g in sorted(hashed_geoms):
-        geom_i[g, G_HASH_START] = len(hash_elem_geom)
-        hash_elem_geom += [g] * int(geom_i[g, G_ELEM_COUNT])
+            query_geoms.update((a, b))
+    query_elem_geom = []
+    for g in sorted(query_geoms):
+        geom_i[g, G_QUERY_START] = len(query_elem_geom)
+        query_elem_geom += [g] * int(geom_i[g, G_ELEM_COUNT])
     geom_pair_start = np.zeros(G + 1, dtype=np.int32)
     geom_pair_start[1:] = np.cumsum([len(x) for x in per_geom])
     geom_pair_list = np.array([p for lst in per_geom for p in lst] or [0], dtype=np.int32)
@@ -324,7 +332,11 @@ def build_model(scene: Scene) -> ModelData:
             mesh_geom = row[P_GEOM_B] if row[P_TYPE] == PairType.SLAB_TRI else row[P_GEOM_A]
             n = int(geom_i[mesh_geom, G_ELEM_COUNT])
             tasks.append(np.column_stack([np.full(n, p), np.arange(n)]))
-    plane_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 2), dtype=np.int32)
+    planar_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 2), dtype=np.int32)
+    tree_geoms = {int(row[P_GEOM_B]) for row in pair_i if row[P_TYPE] in PairType.MESH_MESH}
+    bvh_box, bvh_node, bvh_elem, bvh_elem_box, roots = mesh_trees(geoms, tree_geoms)
+    for g, root in roots.items():
+        geom_i[g, G_BVH_ROOT] = root
 
     body_kind = np.array([BODY_KINDS.index(b.type) for b in scene.bodies], dtype=np.int32)
     body_mass = np.zeros(B)
@@ -336,9 +348,6 @@ def build_model(scene: Scene) -> ModelData:
         props = union_props(parts) if parts else None
         body_mass[i], body_inertia[i], body_com[i] = mass_properties(body, props)
         body_props.append(None if body.inertia is not None else props)
-
-    sizes = geom_element_size[sorted(hashed_geoms)] if hashed_geoms else np.array([1.0])
-    cell_size = 2.0 * float(np.median(sizes))
 
     def stack(parts, shape):
         return np.concatenate(parts) if parts else np.zeros((0, *shape))
@@ -365,14 +374,17 @@ def build_model(scene: Scene) -> ModelData:
         body_geoms=body_geoms,
         geom_box_G=geom_box,
         geom_ball_G=geom_ball,
-        hash_elem_geom=np.array(hash_elem_geom, dtype=np.int32),
+        query_elem_geom=np.array(query_elem_geom, dtype=np.int32),
+        bvh_box_G=bvh_box,
+        bvh_node=bvh_node,
+        bvh_elem=bvh_elem,
+        bvh_elem_box_G=bvh_elem_box,
         pair_i=pair_i,
         pair_f=pair_f,
         pair_table=pair_table,
         geom_pair_start=geom_pair_start,
         geom_pair_list=geom_pair_list,
-        plane_task=plane_task,
-        cell_size=cell_size,
+        planar_task=planar_task,
         body_kind=body_kind,
         body_mass=body_mass,
         body_inertia_B=body_inertia,
@@ -483,7 +495,12 @@ class Model:
         self.geom_slab_gradient = _upload(float, host.geom_slab_gradient)
         self.geom_box_G = _upload(box3, host.geom_box_G)
         self.geom_ball_G = _upload(vec4, host.geom_ball_G)
-        self.hash_elem_geom = _upload(ti.i32, host.hash_elem_geom)
+        self.query_elem_geom = _upload(ti.i32, host.query_elem_geom)
+        self.bvh_box_G = _upload(box3, outward_float32(host.bvh_box_G) if host_float() == np.float32 else host.bvh_box_G)
+        self.bvh_elem_box_G = _upload(box3, outward_float32(host.bvh_elem_box_G) if host_float() == np.float32
+                                      else host.bvh_elem_box_G)
+        self.bvh_node = _upload(ivec4, host.bvh_node)
+        self.bvh_elem = _upload(ti.i32, host.bvh_elem)
         self.pair_i = _upload(ivec8, host.pair_i)
         G = len(host.geom_i)
         table = -np.ones((max(G, 1), max(G, 1)), dtype=np.int32)  # padded: Taichi rejects empty arrays
@@ -492,7 +509,7 @@ class Model:
         self.pair_table.from_numpy(table)
         self.geom_pair_start = _upload(ti.i32, host.geom_pair_start)
         self.geom_pair_list = _upload(ti.i32, host.geom_pair_list)
-        self.plane_task = _upload(ti.types.vector(2, ti.i32), host.plane_task)
+        self.planar_task = _upload(ti.types.vector(2, ti.i32), host.planar_task)
         self.body_kind = _upload(ti.i32, host.body_kind)
         self.body_com_B = _upload(vec3, host.body_com_B)
         self.body_reach = _upload(float, host.body_reach)
@@ -501,8 +518,8 @@ class Model:
         self.body_pairs = _upload(ti.i32, pairs)
         spend_launches(2)  # the body pair lists (the other uploads were never counted)
         self.body_count = host.body_count
-        self.hash_elem_count = len(host.hash_elem_geom)
-        self.plane_task_count = len(host.plane_task)
+        self.query_elem_count = len(host.query_elem_geom)
+        self.planar_task_count = len(host.planar_task)
         self.geom_count = G
         self.pair_count = len(host.pair_i)
 

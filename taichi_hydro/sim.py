@@ -33,7 +33,7 @@ from .state import Control, State
 from .stats import track_counts
 from .tactile import TactileSensor, TactileSensors, resolve_face
 from .tactile.sensor import checked_grid
-from .types import COUNTER_SLOTS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS, host_float
+from .types import C_POLYGONS, COUNTER_SLOTS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS, host_float
 
 __all__ = ["Simulator"]
 
@@ -340,7 +340,7 @@ class Simulator(WorldAccess):
         """Contact surfaces of `world` at the current poses, per body pair in scene order."""
         self._check_world(world)
         counts = self.collide()
-        pool = self.collision.pool.to_numpy(int(counts[3]))
+        pool = self.collision.pool.to_numpy(int(counts[C_POLYGONS]))
         spend_launches(1)
         return group_surfaces(pool, world, self.model.host, self.collision.pair_deep.to_numpy()[world])
 

@@ -94,8 +94,9 @@ BODY_KINDS = ("dynamic", "static", "kinematic")
 TETMESH, TRIMESH, HALFSPACE = 0, 1, 2
 
 # geom_i columns: owning body, kind, compliant (0/1), first element in its pool, element count,
-# first index in the hashed element range (-1 when the geometry is in no hashed pair).
-G_BODY, G_KIND, G_COMPLIANT, G_POOL_START, G_ELEM_COUNT, G_HASH_START = range(6)
+# first index in the query element range (-1 when the geometry is in no mesh-mesh pair), root
+# node of its mesh's tree in the BVH pool (collision.bvh; -1 for a half-space).
+G_BODY, G_KIND, G_COMPLIANT, G_POOL_START, G_ELEM_COUNT, G_QUERY_START, G_BVH_ROOT = range(7)
 
 # pair_i columns: geometry in role a, geometry in role b, PairType, flip (1 when role a's body
 # has the higher scene index), lower body, higher body, twin (1 when the pair is two rigid
@@ -115,13 +116,13 @@ class PairType:
     TET_PLANE = 2  # compliant mesh a - rigid half-space b
     TET_SLAB = 3  # compliant mesh a - compliant half-space b
     SLAB_TRI = 4  # compliant half-space a - rigid mesh b
-    HASHED = (TET_TET, TET_TRI)
-    PLANAR = (TET_PLANE, TET_SLAB, SLAB_TRI)
+    MESH_MESH = (TET_TET, TET_TRI)  # element pairs found through the tree of mesh b
+    PLANAR = (TET_PLANE, TET_SLAB, SLAB_TRI)  # each element of the mesh tested against the plane
     NAMES = ("tet-tet", "tet-triangle", "tet-halfspace", "tet-slab", "slab-triangle")
 
 
 # Collision pool counters (counts[]): rows each pool needed in the last pass.
-C_ACTIVE, C_ENTRIES, C_CANDIDATES, C_POLYGONS = range(4)
+C_CANDIDATES, C_POLYGONS = range(2)
 COUNTER_SLOTS = 8
 
 # Polygons: at most POLY_MAX vertices (a tet slice clipped by a tet: 8).

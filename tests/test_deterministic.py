@@ -8,6 +8,7 @@ import pytest
 import taichi as ti
 
 import taichi_hydro as th
+from taichi_hydro.types import C_POLYGONS
 
 from test_simulation import one_step_from_the_same_state, small_pile
 
@@ -19,7 +20,7 @@ def reverse_pool(counts: nd(dtype=ti.i32, ndim=1), poly_i: nd(dtype=ti.types.vec
                  poly_g: nd(dtype=ti.types.vector(8, float), ndim=1), poly_c: nd(dtype=ti.math.vec3, ndim=1),
                  poly_n: nd(dtype=ti.math.vec3, ndim=1)):
     """Reverse the order of the polygons in the pool (the columns a step reads)."""
-    n = ti.min(counts[3], poly_i.shape[0])
+    n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
     for k in range(n // 2):
         j = n - 1 - k
         poly_i[k], poly_i[j] = poly_i[j], poly_i[k]
@@ -125,7 +126,7 @@ def test_pools_growing_mid_run_change_nothing(arch, polygons):
 
     steps, solver = 60, {"deterministic": True}
     ample = th.Simulator(small_pile(solver=solver))
-    tiny = th.Simulator(small_pile(solver=solver), capacities=Capacities(1, 1, 1, polygons))
+    tiny = th.Simulator(small_pile(solver=solver), capacities=Capacities(1, polygons))
     b, a = final_state(tiny, steps), final_state(ample, steps)
     assert tiny.collision.caps.polygons > polygons
     assert tiny.collision.growths > ample.collision.growths  # counted: the bench reports them as pool_overflows

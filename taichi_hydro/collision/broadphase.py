@@ -1,26 +1,30 @@
 """Broad phase on the device, all worlds at once (DESIGN §3 step 2).
 
 1. world boxes of the mesh geometries; pair activity per world (box overlap, or box below the
-   plane for half-space pairs) and, for hashed pairs, the intersection box;
+   plane for half-space pairs) and, for mesh-mesh pairs, the intersection box;
 2. per geometry, its active pairs and their intersection boxes ("region"): elements outside
    every box cannot touch anything, and each element's box is clamped to the hull of its
    overlaps with them (a big floor triangle shrinks to the patch it can touch);
-3. a spatial hash keyed by (world, geometry, cell): elements append their cells, count per
-   bucket -> exclusive scan -> scatter;
-4. for every entry of an active pair's geometry a, the entries of geometry b in the same cell
-   (one bucket lookup) whose boxes overlap, reported once (only in the cell holding the
-   minimum corner of their box intersection). Keying by geometry means elements of one body
-   are never compared with each other. A sphere's tets all meet at its centre: with (world,
-   cell) keys a quarter of a landed pile's pair tests compared tets of one sphere, and a
-   third were hash collisions between different cells.
+3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry in such
+   a pair; for each active pair in which it is geometry a, its clamped box, taken into the
+   frame of geometry b's mesh, descends b's static tree (geometry.bvh); the elements of b whose
+   boxes it meets there, and whose world boxes meet it, become candidates;
+4. planar pairs (find_planar): one thread per world and element of a mesh in a mesh-half-space
+   pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
+   below it (a compliant slab) become candidates, in element order.
+Candidates are (world, pair, element of a, element of b), element b = 0 for a planar pair;
+the narrow phase clips them all in one launch.
+
+The trees replace a spatial hash rebuilt every step (append cells, count per bucket, scan,
+scatter, look up: five launches and four pools). Every test is conservative: boxes that contain
+the elements, queries inflated by TREE_SLACK against rounding.
 """
 
 import taichi as ti
 
-from .. import hashing
 from ..math3d import finite_pose, quat_to_mat
 from ..types import (
-    C_ACTIVE, C_CANDIDATES, C_ENTRIES, FROZEN_POSE, G_BODY, G_HASH_START, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE,
+    C_CANDIDATES, FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
     TETMESH, PairType, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
@@ -28,6 +32,10 @@ BIG = 1e30
 # Boxes kept per (world, geometry) to clamp elements to (one per active pair; past this many,
 # their union). More boxes clamp tighter; each costs 24 bytes per world and geometry.
 REGION_BOXES = 8
+# Relative slack of a tree query (of the query's size and distance from the tree's origin):
+# float32 rounding of the change of frame is ~1e-7 of these; a query wider by 1e-5 of them
+# never misses an element the exact world-box test would keep.
+TREE_SLACK = 1e-5
 
 
 @ti.func
@@ -66,6 +74,17 @@ def union(a: box3, b: box3) -> box3:
 
 
 @ti.func
+def inflated(b: box3, slack: float) -> box3:
+    return make_box(box_lo(b) - slack, box_hi(b) + slack)
+
+
+@ti.func
+def box_reach(b: box3) -> float:
+    """The largest coordinate of the box in magnitude [m] (the scale of its rounding)."""
+    return ti.max(ti.abs(box_lo(b)).max(), ti.abs(box_hi(b)).max())
+
+
+@ti.func
 def transformed_box(local: box3, R: mat3, p: vec3) -> box3:
     """World box of a body-frame box under the pose (R, p) (exact box of the rotated box)."""
     centre = 0.5 * (box_lo(local) + box_hi(local))
@@ -86,30 +105,11 @@ def geometry_box(local: box3, ball: vec4, R: mat3, p: vec3) -> box3:
     return intersect(transformed_box(local, R, p), make_box(c - ball[3], c + ball[3]))
 
 
-@ti.func
-def hash_cell(w: ti.i32, g: ti.i32, ix: ti.i32, iy: ti.i32, iz: ti.i32, mask: ti.i32) -> ti.i32:
-    """Bucket of geometry g's entries in cell (ix, iy, iz) of world w."""
-    h = ti.u32(0x811C9DC5)
-    h = hashing.combine(h, w)
-    h = hashing.combine(h, g)
-    h = hashing.combine(h, ix)
-    h = hashing.combine(h, iy)
-    h = hashing.combine(h, iz)
-    return hashing.slot(h, mask)
-
-
-@ti.func
-def cell_of(x: vec3, inv_cell: float) -> ti.math.ivec3:
-    return ti.cast(ti.floor(x * inv_cell), ti.i32)
-
-
 @ti.kernel
-def clear_hash(counts: nd(dtype=ti.i32, ndim=1), bucket_start: nd(dtype=ti.i32, ndim=1)):
-    """Writes counts = 0 and bucket_start = 0 (the per-bucket counts before the scan)."""
+def clear_counts(counts: nd(dtype=ti.i32, ndim=1)):
+    """Writes counts = 0 (the pools' counters, before a pass appends)."""
     for i in range(counts.shape[0]):
         counts[i] = 0
-    for b in range(bucket_start.shape[0]):
-        bucket_start[b] = 0
 
 
 @ti.kernel
@@ -126,7 +126,7 @@ def pair_activity(
 ):
     """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes
     overlap, or the mesh box reaches below a half-space; 0 in a diverged world) and
-    pair_box[w, p], the box intersection of a hashed pair. A pair with a non-finite pose (as a
+    pair_box[w, p], the box intersection of a mesh-mesh pair. A pair with a non-finite pose (as a
     write through a state view can leave) is inactive and marks its world diverged, so no
     later stage of the step works on that world."""
     W = body_p.shape[0]
@@ -167,19 +167,24 @@ def pair_activity(
 
 @ti.kernel
 def geometry_regions(
+    body_p: nd(dtype=vec3, ndim=2),
+    body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
     geom_pair_start: nd(dtype=ti.i32, ndim=1),
     geom_pair_list: nd(dtype=ti.i32, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
     geom_region: nd(dtype=box3, ndim=3),
+    geom_region_G: nd(dtype=box3, ndim=3),
     geom_region_pair: nd(dtype=ti.i32, ndim=3),
     geom_region_n: nd(dtype=ti.i32, ndim=2),
 ):
-    """Writes the region of geometry g in world w: the intersection boxes of g's active hashed
-    pairs, geom_region[w, g, :n], their pair ids geom_region_pair[w, g, :n], and their number
-    n = geom_region_n[w, g] (0: no active pair). With n > REGION_BOXES, slot 0 holds the union
-    of the boxes and the pair ids are not kept."""
+    """Writes the region of geometry g in world w: the intersection boxes of g's active mesh-mesh
+    pairs, geom_region[w, g, :n] (world frame) and geom_region_G[w, g, :n] (the same boxes
+    taken into g's mesh frame: the boxes of the turned boxes, inflated by TREE_SLACK), their
+    pair ids geom_region_pair[w, g, :n], and their number n = geom_region_n[w, g] (0: no
+    active pair). With n > REGION_BOXES, slot 0 holds the union of the boxes and the pair ids
+    are not kept."""
     W = pair_active.shape[0]
     G = geom_i.shape[0]
     K = geom_region.shape[2]
@@ -197,6 +202,13 @@ def geometry_regions(
         if n > K:
             geom_region[w, g, 0] = region
         geom_region_n[w, g] = n
+        if n > 0:
+            b = geom_i[g][G_BODY]
+            Rt = quat_to_mat(body_q[w, b]).transpose()
+            p_W = body_p[w, b]
+            for k in range(ti.min(n, K) if n <= K else 1):
+                local = transformed_box(geom_region[w, g, k], Rt, -(Rt @ p_W))
+                geom_region_G[w, g, k] = inflated(local, TREE_SLACK * (box_reach(local) + p_W.norm()))
 
 
 @ti.func
@@ -219,149 +231,166 @@ def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G:
     return make_box(lo, hi)
 
 
-@ti.kernel
-def insert_elements(
-    body_p: nd(dtype=vec3, ndim=2),
-    body_q: nd(dtype=vec4, ndim=2),
-    geom_i: nd(dtype=ivec8, ndim=1),
-    hash_elem_geom: nd(dtype=ti.i32, ndim=1),
-    tet_X_G: nd(dtype=tet_vertices, ndim=1),
-    tri_X_G: nd(dtype=tri_vertices, ndim=1),
-    geom_region: nd(dtype=box3, ndim=3),
-    geom_region_n: nd(dtype=ti.i32, ndim=2),
-    inv_cell: float,
-    hash_count: ti.i32,
-    counts: nd(dtype=ti.i32, ndim=1),
-    act_we: nd(dtype=ti.math.ivec2, ndim=1),
-    act_box: nd(dtype=box3, ndim=1),
-    ent_key: nd(dtype=ivec4, ndim=1),
-    ent_act: nd(dtype=ti.i32, ndim=1),
-    ent_bucket: nd(dtype=ti.i32, ndim=1),
-    bucket_start: nd(dtype=ti.i32, ndim=1),
-):
-    """Every hashed element that meets its geometry's region: appends an active record (world,
-    element, box clamped to the region: the hull of its overlaps with the region's boxes) and
-    one entry per cell it covers, and counts entries per bucket. Overflowing appends are
-    counted but not written.
-
-    Clamping keeps every candidate: elements of a pair can only overlap inside the pair's
-    box, so the overlap of two clamped boxes equals the overlap of the element boxes."""
-    W = body_p.shape[0]
-    act_cap = act_box.shape[0]
-    ent_cap = ent_key.shape[0]
-    mask = bucket_start.shape[0] - 2  # bucket_start has 2^k + 1 slots (counts here, offsets after the scan)
-    for w, h in ti.ndrange(W, hash_count):
-        g = hash_elem_geom[h]
-        n_region = geom_region_n[w, g]
-        if n_region > 0:
-            gi = geom_i[g]
-            b = gi[G_BODY]
-            idx = gi[G_POOL_START] + h - gi[G_HASH_START]
-            elem = element_box(gi[G_KIND], idx, tet_X_G, tri_X_G, quat_to_mat(body_q[w, b]), body_p[w, b])
-            box = empty_box()
-            n_box = n_region if n_region <= geom_region.shape[2] else 1  # else slot 0: the union
-            for k in range(n_box):
-                part = intersect(elem, geom_region[w, g, k])
-                if box_valid(part) == 1:
-                    box = union(box, part)
-            if box_valid(box) == 1:
-                a = ti.atomic_add(counts[C_ACTIVE], 1)
-                if a < act_cap:
-                    act_we[a] = ti.math.ivec2(w, h)
-                    act_box[a] = box
-                    lo = cell_of(box_lo(box), inv_cell)
-                    hi = cell_of(box_hi(box), inv_cell)
-                    span = hi - lo + 1
-                    ncell = span[0] * span[1] * span[2]
-                    e0 = ti.atomic_add(counts[C_ENTRIES], ncell)
-                    for k in range(ncell):
-                        e = e0 + k
-                        if e < ent_cap:
-                            ix = lo[0] + k % span[0]
-                            iy = lo[1] + (k // span[0]) % span[1]
-                            iz = lo[2] + k // (span[0] * span[1])
-                            bucket = hash_cell(w, g, ix, iy, iz, mask)
-                            ent_key[e] = ivec4(w, ix, iy, iz)
-                            ent_act[e] = a
-                            ent_bucket[e] = bucket
-                            ti.atomic_add(bucket_start[bucket], 1)
+@ti.func
+def clamped_box(w: ti.i32, g: ti.i32, e: ti.i32, gi: ivec8, R: mat3, p: vec3, tet_X_G: ti.template(), tri_X_G: ti.template(),
+                geom_region: ti.template(), geom_region_n: ti.template()) -> box3:
+    """World box of element e (index within geometry g's mesh, gi = geom_i[g], (R, p) the pose
+    of g's body) clamped to g's region in world w: the hull of its overlaps with the region's
+    boxes (slot 0 alone, the union, when the region has more than REGION_BOXES); empty
+    (invalid) when it meets none. Elements of a pair can only meet inside the pair's box, so
+    inside the clamped box."""
+    elem = element_box(gi[G_KIND], gi[G_POOL_START] + e, tet_X_G, tri_X_G, R, p)
+    n_region = geom_region_n[w, g]
+    box = empty_box()
+    n_box = n_region if n_region <= geom_region.shape[2] else 1
+    for k in range(n_box):
+        part = intersect(elem, geom_region[w, g, k])
+        if box_valid(part) == 1:
+            box = union(box, part)
+    return box
 
 
-@ti.kernel
-def scatter_entries(
-    counts: nd(dtype=ti.i32, ndim=1),
-    ent_bucket: nd(dtype=ti.i32, ndim=1),
-    bucket_cursor: nd(dtype=ti.i32, ndim=1),
-    sorted_ent: nd(dtype=ti.i32, ndim=1),
-):
-    """Writes sorted_ent: entry ids grouped by bucket (bucket_cursor starts at each bucket's
-    first slot and is consumed)."""
-    n = ti.min(counts[C_ENTRIES], sorted_ent.shape[0])
-    for e in range(n):
-        pos = ti.atomic_add(bucket_cursor[ent_bucket[e]], 1)
-        sorted_ent[pos] = e
+
+
+@ti.func
+def boxes_meet(a: box3, b: box3) -> ti.i32:
+    return box_valid(intersect(a, b))
+
+
+@ti.func
+def append_candidate(key: ivec4, counts: ti.template(), cand: ti.template()):
+    """cand += key (counted even past the capacity: the host grows the pool and redoes the pass)."""
+    k = ti.atomic_add(counts[C_CANDIDATES], 1)
+    if k < cand.shape[0]:
+        cand[k] = key
 
 
 @ti.kernel
 def find_candidates(
-    counts: nd(dtype=ti.i32, ndim=1),
-    sorted_ent: nd(dtype=ti.i32, ndim=1),
-    ent_key: nd(dtype=ivec4, ndim=1),
-    ent_act: nd(dtype=ti.i32, ndim=1),
-    bucket_start: nd(dtype=ti.i32, ndim=1),
-    act_we: nd(dtype=ti.math.ivec2, ndim=1),
-    act_box: nd(dtype=box3, ndim=1),
-    hash_elem_geom: nd(dtype=ti.i32, ndim=1),
+    body_p: nd(dtype=vec3, ndim=2),
+    body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
-    geom_pair_start: nd(dtype=ti.i32, ndim=1),
-    geom_pair_list: nd(dtype=ti.i32, ndim=1),
+    query_elem_geom: nd(dtype=ti.i32, ndim=1),
+    query_count: ti.i32,
+    tet_X_G: nd(dtype=tet_vertices, ndim=1),
+    tri_X_G: nd(dtype=tri_vertices, ndim=1),
+    geom_region: nd(dtype=box3, ndim=3),
+    geom_region_G: nd(dtype=box3, ndim=3),
     geom_region_pair: nd(dtype=ti.i32, ndim=3),
     geom_region_n: nd(dtype=ti.i32, ndim=2),
+    geom_pair_start: nd(dtype=ti.i32, ndim=1),
+    geom_pair_list: nd(dtype=ti.i32, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
-    inv_cell: float,
+    bvh_box_G: nd(dtype=box3, ndim=1),
+    bvh_node: nd(dtype=ivec4, ndim=1),
+    bvh_elem: nd(dtype=ti.i32, ndim=1),
+    bvh_elem_box_G: nd(dtype=box3, ndim=1),
+    counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
 ):
-    """Appends candidates (world, pair, element of geometry a, element of geometry b): element
-    pairs of an active hashed pair that share a cell and whose boxes overlap, each once. Each
-    entry of a pair's geometry a looks up the bucket of geometry b in its cell (buckets are
-    keyed by geometry, so elements of the same body are never compared), and a pair is
-    reported only in the cell that holds the minimum corner of the boxes' overlap."""
-    n = ti.min(counts[C_ENTRIES], sorted_ent.shape[0])
-    cap = cand.shape[0]
-    mask = bucket_start.shape[0] - 2
+    """Appends the candidates of the active mesh-mesh pairs, each once (found from a's side
+    only): (world, pair, element of a, element of b) where b's element box meets a's element box
+    clamped to a's region, both in the world frame, b's elements found through its tree (their
+    boxes in b's mesh frame against the clamped box taken into that frame). Elements that meet
+    do so inside the pair's box, so inside the clamped box: no such pair is missed."""
+    W = body_p.shape[0]
     K = geom_region_pair.shape[2]
-    for e in range(n):
-        key = ent_key[e]
-        w = key[0]
-        ai = ent_act[e]
-        h = act_we[ai][1]
-        g = hash_elem_geom[h]
-        box_e = act_box[ai]
+    for w, h in ti.ndrange(W, query_count):
+        g = query_elem_geom[h]
         n_pairs = geom_region_n[w, g]
-        listed = n_pairs <= K  # else scan g's pair list
-        n_scan = n_pairs if listed else geom_pair_start[g + 1] - geom_pair_start[g]
-        for k in range(n_scan):
-            p = -1
-            if listed:
-                p = geom_region_pair[w, g, k]
-            else:
-                q = geom_pair_list[geom_pair_start[g] + k]
-                if pair_active[w, q] == 1:
-                    p = q
-            if p >= 0 and pair_i[p][P_GEOM_A] == g:
-                gb = pair_i[p][P_GEOM_B]
-                bucket = hash_cell(w, gb, key[1], key[2], key[3], mask)
-                for j in range(bucket_start[bucket], bucket_start[bucket + 1]):
-                    e2 = sorted_ent[j]
-                    if hashing.same_key(ent_key[e2], key) == 1:
-                        aj = ent_act[e2]
-                        h2 = act_we[aj][1]
-                        if hash_elem_geom[h2] == gb:
-                            inter = intersect(box_e, act_box[aj])
-                            if box_valid(inter) == 1:
-                                c = cell_of(box_lo(inter), inv_cell)
-                                if c[0] == key[1] and c[1] == key[2] and c[2] == key[3]:
-                                    k_out = ti.atomic_add(counts[C_CANDIDATES], 1)
-                                    if k_out < cap:
-                                        cand[k_out] = ivec4(w, p, h - geom_i[g][G_HASH_START], h2 - geom_i[gb][G_HASH_START])
+        if n_pairs > 0:
+            gi = geom_i[g]
+            ba = gi[G_BODY]
+            la = h - gi[G_QUERY_START]
+            # Most elements lie outside the region: find out in the mesh's frame, untransformed.
+            local = element_box(gi[G_KIND], gi[G_POOL_START] + la, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
+            near = 0
+            for k in range(n_pairs if n_pairs <= K else 1):
+                near |= boxes_meet(local, geom_region_G[w, g, k])
+            box_a = empty_box()
+            if near == 1:
+                box_a = clamped_box(w, g, la, gi, quat_to_mat(body_q[w, ba]), body_p[w, ba], tet_X_G, tri_X_G, geom_region,
+                                    geom_region_n)
+            if box_valid(box_a) == 1:
+                listed = n_pairs <= K  # else scan g's pair list
+                n_scan = n_pairs if listed else geom_pair_start[g + 1] - geom_pair_start[g]
+                for k in range(n_scan):
+                    p = -1
+                    if listed:
+                        p = geom_region_pair[w, g, k]
+                    else:
+                        q = geom_pair_list[geom_pair_start[g] + k]
+                        if pair_active[w, q] == 1:
+                            p = q
+                    if p >= 0 and pair_i[p][P_GEOM_A] == g:
+                        gb = pair_i[p][P_GEOM_B]
+                        gib = geom_i[gb]
+                        bb = gib[G_BODY]
+                        Rb, pb = quat_to_mat(body_q[w, bb]), body_p[w, bb]
+                        # The query: box_a in the frame of b's mesh (the box of the turned box).
+                        Rt = Rb.transpose()
+                        query = transformed_box(box_a, Rt, -(Rt @ pb))
+                        query = inflated(query, TREE_SLACK * (box_reach(query) + pb.norm()))
+                        node = gib[G_BVH_ROOT]
+                        end = bvh_node[node][0]
+                        while node < end:
+                            nd_ = bvh_node[node]
+                            if boxes_meet(query, bvh_box_G[node]) == 1:
+                                for j in range(nd_[1], nd_[1] + nd_[2]):  # a leaf's elements
+                                    if boxes_meet(query, bvh_elem_box_G[j]) == 1:
+                                        lb = bvh_elem[j]
+                                        box_b = element_box(gib[G_KIND], gib[G_POOL_START] + lb, tet_X_G, tri_X_G, Rb, pb)
+                                        if boxes_meet(box_a, box_b) == 1:
+                                            append_candidate(ivec4(w, p, la, lb), counts, cand)
+                                node += 1
+                            else:
+                                node = nd_[0]
+
+
+@ti.kernel
+def find_planar(
+    planar_task: nd(dtype=ti.math.ivec2, ndim=1),
+    planar_task_count: ti.i32,
+    pair_active: nd(dtype=ti.i32, ndim=2),
+    body_p: nd(dtype=vec3, ndim=2),
+    body_q: nd(dtype=vec4, ndim=2),
+    geom_i: nd(dtype=ivec8, ndim=1),
+    pair_i: nd(dtype=ivec8, ndim=1),
+    tet_X_G: nd(dtype=tet_vertices, ndim=1),
+    tri_X_G: nd(dtype=tri_vertices, ndim=1),
+    counts: nd(dtype=ti.i32, ndim=1),
+    cand: nd(dtype=ivec4, ndim=1),
+):
+    """Appends the candidates of the active planar pairs, one thread per world and (pair,
+    element of its mesh): (world, pair, element, 0) for the elements whose boxes (mesh frame)
+    reach the plane z = 0 of the half-space body (solid below): those the plane crosses when
+    the half-space is rigid (an element wholly inside or outside it has no slice), those that
+    reach below it when it is a compliant slab (the equal-pressure surface of a submerged tet,
+    or a submerged triangle, is a polygon too). Candidates come in element order, as the
+    elements were clipped before the trees: Gauss-Seidel's sweeps follow the rows' order, and
+    a tree's spatial order (one side of a resting ring after the other) left a stiff ring
+    rocking (tests/test_rigid_contact.py)."""
+    W = body_p.shape[0]
+    for w, k in ti.ndrange(W, planar_task_count):
+        pair, e = planar_task[k][0], planar_task[k][1]
+        if pair_active[w, pair] == 1:
+            pr = pair_i[pair]
+            t = pr[P_TYPE]
+            mesh, half = pr[P_GEOM_A], pr[P_GEOM_B]
+            if t == PairType.SLAB_TRI:
+                mesh, half = pr[P_GEOM_B], pr[P_GEOM_A]
+            gm = geom_i[mesh]
+            bm, bh = gm[G_BODY], geom_i[half][G_BODY]
+            Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
+            n_W = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
+            n = Rm.transpose() @ n_W  # the plane n . x = d in the mesh's frame
+            d = n_W.dot(body_p[w, bh] - pm)
+            b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
+            lowest, highest = 0.0, 0.0  # of the box along n
+            for c in ti.static(range(3)):
+                lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
+                highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
+            slack = TREE_SLACK * (highest - lowest + ti.abs(d) + pm.norm())
+            if lowest <= d + slack and (t != PairType.TET_PLANE or highest >= d - slack):
+                append_candidate(ivec4(w, pair, e, 0), counts, cand)

@@ -75,6 +75,13 @@ def remove_duplicates(poly: Poly, count: ti.i32, tol2: float):
 
 
 @ti.func
+def crosses(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float) -> ti.i32:
+    """1 when the plane n.x = d has tet vertices strictly on both sides of it (or on it)."""
+    s0, s1, s2, s3 = n.dot(x0) - d, n.dot(x1) - d, n.dot(x2) - d, n.dot(x3) - d
+    return 1 if ti.min(s0, s1, s2, s3) <= 0.0 and ti.max(s0, s1, s2, s3) >= 0.0 else 0
+
+
+@ti.func
 def slice_tet(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float):
     """Polygon where the plane n.x = d cuts the tet (marching tets): a triangle or a quad in
     cyclic order, or count 0. A vertex with n.x - d <= 0 counts as below."""
@@ -212,12 +219,13 @@ def tet_tet_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: f
                     b0: vec3, b1: vec3, b2: vec3, b3: vec3, grad_b: vec3, p_b: float):
     """Contact polygon of compliant tets a and b whose linear fields are p_a + grad_a.x and
     p_b + grad_b.x: the equal-pressure plane sliced by a (<= 4 vertices) and clipped by b (<= 8).
-    Rejected (count 0) when the gradients agree or either fails Drake's 5*pi/8 angle test.
+    Rejected (count 0) when the gradients agree or either fails Drake's 5*pi/8 angle test, or
+    at once when the plane misses b (a slice of a on it would be clipped away whole).
     Returns (polygon, count, unit normal out of a into b)."""
     n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
     poly = Poly(0.0)
     count = 0
-    if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1:
+    if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1 and crosses(b0, b1, b2, b3, n, d) == 1:
         poly, count = slice_tet(a0, a1, a2, a3, n, d)
         if count >= 3:
             poly, count = clip_by_tet(poly, count, b0, b1, b2, b3)

@@ -148,6 +148,69 @@ def tet_tri(
                  (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
 
 
+@ti.func
+def mesh_plane(
+    w, pair, e, pr, body_p: ti.template(), body_q: ti.template(), geom_i: ti.template(), geom_slab_gradient: ti.template(),
+    tet_X_G: ti.template(), tet_p: ti.template(), tet_grad_G: ti.template(), tri_X_G: ti.template(), tri_n_G: ti.template(),
+    geom_scale: ti.template(), merge_rel, counts: ti.template(), poly_i: ti.template(), poly_g: ti.template(),
+    poly_c: ti.template(), poly_n: ti.template(), poly_nv: ti.template(), poly_v: ti.template(), poly_vp: ti.template(),
+):
+    """Element e of the mesh of planar pair `pair` (pr = pair_i[pair]) against the plane z = 0
+    of the half-space body (solid below): a tet's slice by a rigid plane, a tet's
+    equal-pressure slice with a compliant slab clipped to the slab, a rigid triangle clipped
+    by a slab."""
+    t = pr[P_TYPE]
+    flip = pr[P_FLIP]
+    ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
+    mesh, half = ga, gb
+    if t == PairType.SLAB_TRI:
+        mesh, half = gb, ga
+    bm, bh = geom_i[mesh][G_BODY], geom_i[half][G_BODY]
+    Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
+    n_plane = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
+    idx = geom_i[mesh][G_POOL_START] + e
+    ws = w % geom_scale.shape[0]
+    s_mesh, s_half = geom_scale[ws, mesh], geom_scale[ws, half]
+    if t == PairType.SLAB_TRI:
+        X = tri_X_G[idx]
+        origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
+        d_plane = n_plane.dot(body_p[w, bh] - origin)  # plane n.x = d_plane, local
+        poly = Poly(0.0)
+        for v in ti.static(range(3)):
+            set_row(poly, v, Rm @ vec3(X[v, 0], X[v, 1], X[v, 2]) + (pm - origin))
+        n_tri = Rm @ tri_n_G[idx]
+        slab = s_half * geom_slab_gradient[half]  # E/H
+        grad_a = -slab * n_plane
+        # No gradient-angle filter here (Drake has one): the slab's field is linear
+        # everywhere, and keeping every submerged face makes the force exact buoyancy.
+        size = (row(poly, 1) - row(poly, 0)).norm()
+        poly, count = clip.clip_by_halfspace(poly, 3, n_plane, d_plane)
+        if count >= 3:
+            n = -n_tri
+            emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, INF, flip,
+                 (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+    else:
+        X = tet_X_G[idx]
+        Pa = s_mesh * tet_p[idx]
+        origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
+        a0, a1, a2, a3 = tet_local(X, Rm, pm - origin)
+        d_plane = n_plane.dot(body_p[w, bh] - origin)
+        grad_a = Rm @ (s_mesh * tet_grad_G[idx])
+        size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
+        if t == PairType.TET_PLANE:
+            poly, count = clip.slice_tet(a0, a1, a2, a3, n_plane, d_plane)
+            if count >= 3:
+                # Out of the tet (a) into the half-space (b): against the plane normal.
+                emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, INF, flip,
+                     (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+        else:
+            slab = s_half * geom_slab_gradient[half]
+            poly, count, n = clip.tet_slab_polygon(a0, a1, a2, a3, grad_a, Pa[0], n_plane, d_plane, slab)
+            if count >= 3:
+                emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), slab, flip,
+                     (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+
+
 @ti.kernel
 def clip_candidates(
     counts: nd(dtype=ti.i32, ndim=1),
@@ -155,6 +218,7 @@ def clip_candidates(
     body_p: nd(dtype=vec3, ndim=2),
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
+    geom_slab_gradient: nd(dtype=float, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     tet_X_G: nd(dtype=tet_vertices, ndim=1),
     tet_p: nd(dtype=vec4, ndim=1),
@@ -172,113 +236,32 @@ def clip_candidates(
     poly_v: nd(dtype=poly_vertices, ndim=1),
     poly_vp: nd(dtype=poly_vertex_values, ndim=1),
 ):
-    """Reads the candidates of hashed pairs and pair_deep (depth.pair_depth); appends their
-    polygons."""
+    """Reads the candidates of the broad phase (mesh-mesh and planar pairs) and pair_deep
+    (depth.pair_depth); appends their polygons."""
     n_cand = ti.min(counts[C_CANDIDATES], cand.shape[0])
     for c in range(n_cand):
         key = cand[c]
         w, pair, la, lb = key[K_WORLD], key[K_PAIR], key[K_ELEM_A], key[K_ELEM_B]
         pr = pair_i[pair]
-        ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
-        ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
-        Ra, pa = quat_to_mat(body_q[w, ba]), body_p[w, ba]
-        Rb, pb = quat_to_mat(body_q[w, bb]), body_p[w, bb]
-        ta = geom_i[ga][G_POOL_START] + la
-        ib = geom_i[gb][G_POOL_START] + lb
-        ws = w % geom_scale.shape[0]
-        sa = geom_scale[ws, ga]
-        if pr[P_TYPE] == PairType.TET_TET:
-            sb = geom_scale[ws, gb]
-            tet_tet(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
-                    tet_X_G[ib], sb * tet_p[ib], sb * tet_grad_G[ib], merge_rel, counts,
-                    poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+        t = pr[P_TYPE]
+        if t != PairType.TET_TET and t != PairType.TET_TRI:
+            mesh_plane(w, pair, la, pr, body_p, body_q, geom_i, geom_slab_gradient, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,
+                       geom_scale, merge_rel, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
         else:
-            tet_tri(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
-                    tri_X_G[ib], tri_n_G[ib], merge_rel, pair_deep[w, pair], counts,
-                    poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
-
-
-@ti.kernel
-def clip_planar(
-    counts: nd(dtype=ti.i32, ndim=1),
-    plane_task: nd(dtype=ti.math.ivec2, ndim=1),
-    plane_task_count: ti.i32,
-    pair_active: nd(dtype=ti.i32, ndim=2),
-    body_p: nd(dtype=vec3, ndim=2),
-    body_q: nd(dtype=vec4, ndim=2),
-    geom_i: nd(dtype=ivec8, ndim=1),
-    geom_slab_gradient: nd(dtype=float, ndim=1),
-    pair_i: nd(dtype=ivec8, ndim=1),
-    tet_X_G: nd(dtype=tet_vertices, ndim=1),
-    tet_p: nd(dtype=vec4, ndim=1),
-    tet_grad_G: nd(dtype=vec3, ndim=1),
-    tri_X_G: nd(dtype=tri_vertices, ndim=1),
-    tri_n_G: nd(dtype=vec3, ndim=1),
-    geom_scale: nd(dtype=float, ndim=2),
-    merge_rel: float,
-    poly_i: nd(dtype=ivec4, ndim=1),
-    poly_g: nd(dtype=poly_record, ndim=1),
-    poly_c: nd(dtype=vec3, ndim=1),
-    poly_n: nd(dtype=vec3, ndim=1),
-    poly_nv: nd(dtype=ti.i32, ndim=1),
-    poly_v: nd(dtype=poly_vertices, ndim=1),
-    poly_vp: nd(dtype=poly_vertex_values, ndim=1),
-):
-    """Every element of every active half-space pair against the plane (z = 0 of the
-    half-space body, solid below): tet-plane slices, tet-slab equal-pressure slices clipped to
-    the slab, slab-triangle clips. Appends polygons."""
-    W = body_p.shape[0]
-    for w, k in ti.ndrange(W, plane_task_count):
-        pair, e = plane_task[k][0], plane_task[k][1]
-        if pair_active[w, pair] == 1:
-            pr = pair_i[pair]
-            t = pr[P_TYPE]
-            flip = pr[P_FLIP]
             ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
-            mesh, half = ga, gb
-            if t == PairType.SLAB_TRI:
-                mesh, half = gb, ga
-            bm, bh = geom_i[mesh][G_BODY], geom_i[half][G_BODY]
-            Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
-            n_plane = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
-            idx = geom_i[mesh][G_POOL_START] + e
+            ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
+            Ra, pa = quat_to_mat(body_q[w, ba]), body_p[w, ba]
+            Rb, pb = quat_to_mat(body_q[w, bb]), body_p[w, bb]
+            ta = geom_i[ga][G_POOL_START] + la
+            ib = geom_i[gb][G_POOL_START] + lb
             ws = w % geom_scale.shape[0]
-            s_mesh, s_half = geom_scale[ws, mesh], geom_scale[ws, half]
-            if t == PairType.SLAB_TRI:
-                X = tri_X_G[idx]
-                origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
-                d_plane = n_plane.dot(body_p[w, bh] - origin)  # plane n.x = d_plane, local
-                poly = Poly(0.0)
-                for v in ti.static(range(3)):
-                    set_row(poly, v, Rm @ vec3(X[v, 0], X[v, 1], X[v, 2]) + (pm - origin))
-                n_tri = Rm @ tri_n_G[idx]
-                slab = s_half * geom_slab_gradient[half]  # E/H
-                grad_a = -slab * n_plane
-                # No gradient-angle filter here (Drake has one): the slab's field is linear
-                # everywhere, and keeping every submerged face makes the force exact buoyancy.
-                size = (row(poly, 1) - row(poly, 0)).norm()
-                poly, count = clip.clip_by_halfspace(poly, 3, n_plane, d_plane)
-                if count >= 3:
-                    n = -n_tri
-                    emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, INF, flip,
-                         (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+            sa = geom_scale[ws, ga]
+            if t == PairType.TET_TET:
+                sb = geom_scale[ws, gb]
+                tet_tet(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
+                        tet_X_G[ib], sb * tet_p[ib], sb * tet_grad_G[ib], merge_rel, counts,
+                        poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
             else:
-                X = tet_X_G[idx]
-                Pa = s_mesh * tet_p[idx]
-                origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
-                a0, a1, a2, a3 = tet_local(X, Rm, pm - origin)
-                d_plane = n_plane.dot(body_p[w, bh] - origin)
-                grad_a = Rm @ (s_mesh * tet_grad_G[idx])
-                size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
-                if t == PairType.TET_PLANE:
-                    poly, count = clip.slice_tet(a0, a1, a2, a3, n_plane, d_plane)
-                    if count >= 3:
-                        # Out of the tet (a) into the half-space (b): against the plane normal.
-                        emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, INF, flip,
-                             (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
-                else:
-                    slab = s_half * geom_slab_gradient[half]
-                    poly, count, n = clip.tet_slab_polygon(a0, a1, a2, a3, grad_a, Pa[0], n_plane, d_plane, slab)
-                    if count >= 3:
-                        emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), slab, flip,
-                             (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+                tet_tri(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
+                        tri_X_G[ib], tri_n_G[ib], merge_rel, pair_deep[w, pair], counts,
+                        poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)

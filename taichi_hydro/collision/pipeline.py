@@ -14,8 +14,7 @@ import taichi as ti
 from ..errors import CapacityError
 from ..model import Model, _upload
 from ..plan import Plan
-from ..scan import block_count, block_sum_size, scan_add_copy, scan_blocks, scan_sums
-from ..types import COUNTER_SLOTS, box3, host_float, ivec2, ivec4, vec3
+from ..types import C_CANDIDATES, C_POLYGONS, COUNTER_SLOTS, box3, host_float, ivec4, vec3
 from . import broadphase as bp
 from . import depth
 from . import narrowphase as narrow
@@ -23,10 +22,6 @@ from .clip import MERGE_REL
 from .pools import CAPACITY_NAMES, Capacities, PolygonPool
 
 __all__ = ["Collision"]
-
-
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(4, int(n - 1).bit_length())
 
 
 class Collision:
@@ -37,16 +32,12 @@ class Collision:
     pair_deep (W, P) i32: 1 where a compliant mesh's core is inside the rigid geometry of its
       pair (deep overlap, see depth); geom_core_G (G, depth.CORE_POINTS) vec3 [m] and
       geom_core_n (G,) i32: each compliant mesh's core points and their count;
-    geom_region (W, G, REGION_BOXES) box3, geom_region_pair, geom_region_n: the active pairs'
-      boxes per geometry (broadphase);
-    act_we, act_box: active elements (world, element) and their clamped boxes;
-    ent_key, ent_act, ent_bucket, sorted_ent: hash entries (cell key, element, bucket) and
-      their bucket order; bucket_start (buckets + 1): counts, then offsets after the scan;
-      bucket_cursor: the scatter's cursors; scan_scratch: block sums of the scan;
-    cand: candidate element pairs (world, pair, element of a, element of b);
+    geom_region (W, G, REGION_BOXES) box3, geom_region_G, geom_region_pair, geom_region_n: the
+      active pairs' boxes per geometry, world and mesh frame (broadphase);
+    cand: candidate element pairs (world, pair, element of a, element of b; for a planar pair,
+      (world, pair, element of the mesh, 0));
     pool: the polygon pool (pools.PolygonPool).
-    Scalars: inv_cell [1/m], hash_count, plane_task_count, merge_rel, bucket_count,
-    bucket_blocks."""
+    Scalars: query_count, planar_task_count, merge_rel."""
 
     def __init__(self, model: Model, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28):
         self.model = model
@@ -63,6 +54,7 @@ class Collision:
             self.geom_core_G.from_numpy(cores.astype(host_float()))
         self.geom_core_n = _upload(ti.i32, core_count)
         self.geom_region = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
+        self.geom_region_G = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
         self.geom_region_pair = ti.ndarray(ti.i32, (W, G, bp.REGION_BOXES))
         self.geom_region_n = ti.ndarray(ti.i32, (W, G))
         self.caps = capacities or Capacities.for_model(model, worlds)
@@ -79,19 +71,7 @@ class Collision:
                     "raise Simulator(max_capacity=...) or reduce worlds/resolution"
                 )
         self.caps = caps
-        A, E, C = caps.active_elements, caps.cell_entries, caps.candidates
-        nb = _pow2_at_least(2 * E)
-        self.act_we = ti.ndarray(ivec2, A)
-        self.act_box = ti.ndarray(box3, A)
-        self.ent_key = ti.ndarray(ivec4, E)
-        self.ent_act = ti.ndarray(ti.i32, E)
-        self.ent_bucket = ti.ndarray(ti.i32, E)
-        self.sorted_ent = ti.ndarray(ti.i32, E)
-        self.bucket_start = ti.ndarray(ti.i32, nb + 1)
-        self.bucket_cursor = ti.ndarray(ti.i32, nb + 1)
-        self.scan_scratch = ti.ndarray(ti.i32, block_sum_size(nb))
-        self.bucket_count = nb
-        self.cand = ti.ndarray(ivec4, C)
+        self.cand = ti.ndarray(ivec4, caps.candidates)
         self.pool = PolygonPool(caps.polygons)
 
     def arrays(self) -> dict:
@@ -99,37 +79,30 @@ class Collision:
         out = {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
         out.update(self.pool.arrays())
         m = self.model
-        out.update(inv_cell=float(1.0 / m.host.cell_size), hash_count=int(m.hash_elem_count),
-                   plane_task_count=int(m.plane_task_count), merge_rel=float(MERGE_REL), bucket_count=int(self.bucket_count),
-                   bucket_blocks=int(block_count(self.bucket_count)))
+        out.update(query_count=int(m.query_elem_count), planar_task_count=int(m.planar_task_count), merge_rel=float(MERGE_REL))
         return out
 
     def add_launches(self, plan: Plan) -> None:
         """Append the collision pass to `plan` (it reads body_p, body_q, world_status and
         geom_scale besides the model and these arrays)."""
         m = self.model
-        plan.add(bp.clear_hash)
+        plan.add(bp.clear_counts)
         if m.pair_count == 0:
             return
         plan.add(bp.pair_activity)
         if depth.has_deep_pairs(m.host):
             plan.add(depth.pair_depth)
-        if m.hash_elem_count > 0:
+        if m.query_elem_count > 0:
             plan.add(bp.geometry_regions)
-            plan.add(bp.insert_elements)
-            plan.add(scan_blocks, x="bucket_start", block_sum="scan_scratch", n="bucket_count")
-            plan.add(scan_sums, block_sum="scan_scratch", nblocks="bucket_blocks")
-            plan.add(scan_add_copy, x="bucket_start", copy="bucket_cursor", block_sum="scan_scratch", n="bucket_count")
-            plan.add(bp.scatter_entries)
             plan.add(bp.find_candidates)
-            plan.add(narrow.clip_candidates)
-        if m.plane_task_count > 0:
-            plan.add(narrow.clip_planar)
+        if m.planar_task_count > 0:
+            plan.add(bp.find_planar)
+        plan.add(narrow.clip_candidates)
 
     def overflow(self, counts: np.ndarray) -> Capacities | None:
         """The grown capacities if `counts` overflowed any pool, else None."""
         caps = self.caps.as_tuple()
-        need = [int(counts[i]) for i in range(4)]
+        need = [int(counts[C_CANDIDATES]), int(counts[C_POLYGONS])]
         if all(n <= c for n, c in zip(need, caps)):
             return None
         grown = [c if n <= c else max(2 * c, int(1.25 * n) + 16) for n, c in zip(need, caps)]

@@ -11,32 +11,29 @@ from ..types import ivec4, poly_record, poly_vertex_values, poly_vertices, vec3
 
 __all__ = ["Capacities", "PolygonPool", "CAPACITY_NAMES"]
 
-CAPACITY_NAMES = ("active_elements", "cell_entries", "candidates", "polygons")
+CAPACITY_NAMES = ("candidates", "polygons")
 
 
 @dataclass
 class Capacities:
-    """Pool sizes (rows). Defaults come from Capacities.for_model: a quarter of the hashed
-    elements of all worlds are active, each covers 4 cells on average and makes 2 candidates,
-    and 64 polygons per world plus 2 per planar task; any of them grows on overflow."""
+    """Pool sizes (rows): candidate element pairs (broad phase) and polygons (narrow phase).
+    Defaults come from Capacities.for_model: half as many candidates as the query elements of
+    all worlds plus 64 per world and one per 8 elements of the planar pairs' meshes, and 64
+    polygons per world plus the same share of those elements; either grows on overflow."""
 
-    active_elements: int
-    cell_entries: int
     candidates: int
     polygons: int
 
     @staticmethod
     def for_model(model, worlds: int) -> "Capacities":
-        active = max(256, worlds * model.hash_elem_count // 4)
+        planar = model.planar_task_count
         return Capacities(
-            active_elements=active,
-            cell_entries=4 * active,
-            candidates=2 * active,
-            polygons=max(1024, worlds * (64 + model.plane_task_count // 8)),
+            candidates=max(1024, worlds * (model.query_elem_count // 2 + 64 + planar // 8)),
+            polygons=max(1024, worlds * (64 + planar // 8)),
         )
 
-    def as_tuple(self) -> tuple[int, int, int, int]:
-        return (self.active_elements, self.cell_entries, self.candidates, self.polygons)
+    def as_tuple(self) -> tuple[int, int]:
+        return (self.candidates, self.polygons)
 
 
 class PolygonPool:

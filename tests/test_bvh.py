@@ -1,0 +1,174 @@
+"""The meshes' static trees (geometry.bvh) and the broad phase that descends them
+(collision.broadphase): the tree's invariants on the host, and on the device the candidates
+found through the trees against brute force over all element pairs, for bodies turned and 50 m
+from the origin (where float32 rounding of the change of frame is largest)."""
+
+import numpy as np
+import pytest
+
+import taichi_hydro as th
+from taichi_hydro.collision.broadphase import TREE_SLACK
+from taichi_hydro.geometry.bvh import LEAF_SIZE, build_tree
+from taichi_hydro.types import C_CANDIDATES, G_BODY, G_ELEM_COUNT, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH, PairType
+
+from conftest import ball, scene
+from oracle import quat_matrix
+from test_oracle import q_axis
+
+FAR = np.array([50.0, -30.0, 20.0])  # m
+
+
+def walk(tree, node, boxes):
+    """Checks the subtree at `node` (box containment, preorder, escape) and returns (its end,
+    its elements, its depth)."""
+    escape, first, count, _ = tree.node[node]
+    if count > 0:
+        elems = list(tree.elem[first:first + count])
+        assert escape == node + 1 and count <= LEAF_SIZE
+        end, depth = node + 1, 1
+    else:
+        end_l, elems_l, depth_l = walk(tree, node + 1, boxes)
+        end, elems_r, depth_r = walk(tree, end_l, boxes)
+        assert escape == end
+        elems, depth = elems_l + elems_r, 1 + max(depth_l, depth_r)
+    assert np.all(tree.box[node, 0] <= boxes[elems, 0]) and np.all(tree.box[node, 1] >= boxes[elems, 1])
+    return end, elems, depth
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 17, 1000])
+def test_tree_holds_every_element_once_in_boxes_that_contain_them(arch, n):
+    """Every element sits in exactly one leaf; each node's box contains its elements' boxes;
+    escape is the end of the node's subtree in preorder; median splits keep the depth at
+    ceil(log2(n / LEAF_SIZE)) + 1."""
+    if arch != "cpu":
+        pytest.skip("host-side NumPy only")
+    rng = np.random.default_rng(n)
+    lo = rng.uniform(-1.0, 1.0, (n, 3))
+    boxes = np.stack([lo, lo + rng.uniform(0.0, 0.3, (n, 3))], axis=1)
+    tree = build_tree(boxes)
+    end, elems, depth = walk(tree, 0, boxes)
+    assert end == len(tree.node)
+    assert sorted(elems) == list(range(n))
+    assert depth <= int(np.ceil(np.log2(max(n / LEAF_SIZE, 1)))) + 1
+
+
+def far(body, tilt=0.0):
+    body = dict(body)
+    body["position"] = (FAR + np.asarray(body.get("position", [0.0, 0.0, 0.0]))).tolist()
+    if tilt:
+        body["orientation"] = q_axis([1, -2, 0.5], tilt)
+    return body
+
+
+# Turned bodies 50 m from the origin: each planar pair type and both mesh-mesh types.
+CASES = {
+    "tet-tet": [far(ball("a", radius=0.05, z=0.0, resolution=0.01), 0.4),
+                far(ball("b", radius=0.04, z=0.08, resolution=0.01, modulus=3e5, position=[0.01, -0.005, 0.08]), 1.0)],
+    "tet-triangle": [far({"name": "rock", "type": "static", "shape": {"type": "sphere", "radius": 0.05},
+                          "contact": {"resolution": 0.01}}, 0.3),
+                     far({"name": "box", "mass": 1.0, "position": [0.01, 0.0, 0.076], "shape": {"type": "box", "size": [0.1, 0.08, 0.06]},
+                          "contact": {"modulus": 1e5, "resolution": 0.01}}, 0.2)],
+    "tet-plane": [far({"name": "ground", "type": "static", "shape": {"type": "halfspace"}}, 0.25),
+                  far({"name": "egg", "mass": 1.0, "position": [0, 0, 0.02], "shape": {"type": "ellipsoid", "radii": [0.06, 0.04, 0.03]},
+                       "contact": {"modulus": 1e5, "resolution": 0.01}}, 0.7)],
+    "tet-slab": [far({"name": "pool", "type": "static", "shape": {"type": "halfspace"},
+                      "contact": {"hydro": "compliant", "modulus": 2e5, "slab_thickness": 0.1}}, 0.25),
+                 far({"name": "pill", "mass": 1.0, "position": [0, 0, 0.015], "shape": {"type": "capsule", "radius": 0.025, "length": 0.05},
+                      "contact": {"modulus": 1e5, "resolution": 0.01}}, 1.2)],
+    "slab-triangle": [far({"name": "pool", "type": "static", "shape": {"type": "halfspace"},
+                           "contact": {"hydro": "compliant", "modulus": 2e5, "slab_thickness": 0.1}}, 0.25),
+                      far({"name": "can", "type": "kinematic", "position": [0, 0, 0.01],
+                           "shape": {"type": "cylinder", "radius": 0.03, "length": 0.08}, "contact": {"resolution": 0.01}}, 0.9)],
+}
+SLACK = 1e-4  # m: float32 rounding of coordinates near 60 m (ulp 3.8e-6 m) over a few operations, with margin
+
+
+def penetration(P, Q):
+    """Penetration [m] of the convex hulls of vertex sets P (N, k, 3) and Q (N, l, 3), pair by
+    pair: the least distance either must move along an axis to separate them, over the axes
+    normal to two edges of either (their face normals and the edge-edge axes of the separating
+    axis theorem, and some more); negative when an axis separates them."""
+    def edges(X):
+        k = X.shape[1]
+        return np.stack([X[:, j] - X[:, i] for i in range(k) for j in range(i + 1, k)], axis=1)
+    E = np.concatenate([edges(P), edges(Q)], axis=1)
+    axes = np.stack([np.cross(E[:, i], E[:, j]) for i in range(E.shape[1]) for j in range(i + 1, E.shape[1])], axis=1)
+    norm = np.linalg.norm(axes, axis=2, keepdims=True)
+    axes = np.where(norm > 1e-12, axes / np.maximum(norm, 1e-300), 0.0)
+    pp = np.einsum("nak,nvk->nav", axes, P)
+    qq = np.einsum("nak,nvk->nav", axes, Q)
+    # How far either must move along the axis to separate (a flat triangle's zero-width
+    # interval counts by how far the other reaches across it on both sides).
+    depth = np.minimum(pp.max(axis=2) - qq.min(axis=2), qq.max(axis=2) - pp.min(axis=2))
+    depth = np.where(norm[..., 0] > 1e-12, depth, np.inf)
+    return depth.min(axis=1)
+
+
+def world_boxes(sim, g, p_W, R_W):
+    """Float64 world boxes (E, 2, 3) of geometry g's elements under its body's pose."""
+    host = sim.model.host
+    gi = host.geom_i[g]
+    start, n = gi[G_POOL_START], gi[G_ELEM_COUNT]
+    X = (host.tet_X_G if gi[G_KIND] == TETMESH else host.tri_X_G)[start:start + n]
+    x = X @ R_W.T + p_W
+    return np.stack([x.min(axis=1), x.max(axis=1)], axis=1), x
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
+    """Mesh-mesh pairs: every element pair that meets (penetration over SLACK, by the separating
+    axis theorem in float64) is a candidate, and every candidate's world boxes overlap and its
+    boxes overlap in b's frame (b's element box and a's world box turned into that frame, up to
+    twice the query's slack). Planar pairs: every element the plane crosses (a rigid
+    plane) or that reaches below it (a slab) by more than SLACK is a candidate, and the test
+    prunes (fewer candidates than elements)."""
+    sim = th.Simulator(scene(CASES[case]))
+    counts = sim.collide()
+    n = int(counts[C_CANDIDATES])
+    cand = sim.collision.cand.to_numpy()[:n]
+    assert n > 0
+    host = sim.model.host
+    p = sim.state.body_p.to_numpy()[0].astype(np.float64)
+    q = sim.state.body_q.to_numpy()[0].astype(np.float64)
+    pose = [(p[b], quat_matrix(q[b])) for b in range(len(p))]
+    assert len(host.pair_i) == 1
+    pair = host.pair_i[0]
+    found = {(int(c[2]), int(c[3])) for c in cand}
+    assert len(found) == n, "a candidate is reported twice"
+    if pair[P_TYPE] in PairType.MESH_MESH:
+        ga, gb = pair[P_GEOM_A], pair[P_GEOM_B]
+        box_a, x_a = world_boxes(sim, ga, *pose[host.geom_i[ga, G_BODY]])
+        box_b, x_b = world_boxes(sim, gb, *pose[host.geom_i[gb, G_BODY]])
+        gap = np.minimum(box_a[:, None, 1], box_b[None, :, 1]) - np.maximum(box_a[:, None, 0], box_b[None, :, 0])  # (A, B, 3)
+        near = np.argwhere(gap.min(axis=2) >= -SLACK)
+        # The tree tests, in b's frame, b's element boxes against a's world boxes taken there
+        # (the box of the turned box), then the world boxes: element pairs that meet are all
+        # found; no candidate lies farther apart than those tests allow.
+        p_b, R_b = pose[host.geom_i[gb, G_BODY]]
+        centre, half = 0.5 * (box_a[:, 0] + box_a[:, 1]) - p_b, 0.5 * (box_a[:, 1] - box_a[:, 0])
+        centre_B, half_B = centre @ R_b, half @ np.abs(R_b)
+        X_b = x_b - p_b
+        local_b = np.stack([(X_b @ R_b).min(axis=1), (X_b @ R_b).max(axis=1)], axis=1)
+        gap_B = (np.minimum(centre_B[:, None] + half_B[:, None], local_b[None, :, 1])
+                 - np.maximum(centre_B[:, None] - half_B[:, None], local_b[None, :, 0]))
+        may = {tuple(ij) for ij in np.argwhere(gap_B.min(axis=2) >= -2 * TREE_SLACK * (np.linalg.norm(p_b) + 1.0))}
+        may &= {tuple(ij) for ij in near}
+        depth = penetration(x_a[near[:, 0]], x_b[near[:, 1]])
+        must = {tuple(ij) for ij in near[depth > SLACK]}
+        assert must <= found, f"missed: {sorted(must - found)[:5]}"
+        assert found <= may, f"spurious: {sorted(found - may)[:5]}"
+        print(f"{case}: {n} candidates, {len(must)} needed, {len(near)} with overlapping world boxes")
+    else:
+        mesh, half = (pair[P_GEOM_B], pair[P_GEOM_A]) if pair[P_TYPE] == PairType.SLAB_TRI else (pair[P_GEOM_A], pair[P_GEOM_B])
+        _, x = world_boxes(sim, mesh, *pose[host.geom_i[mesh, G_BODY]])
+        p_h, R_h = pose[host.geom_i[half, G_BODY]]
+        height = (x - p_h) @ R_h[:, 2]  # (E, k) vertex heights above the plane
+        low, high = height.min(axis=1), height.max(axis=1)
+        reaches = low < -SLACK
+        if pair[P_TYPE] == PairType.TET_PLANE:
+            reaches &= high > SLACK
+        must = {(int(e), 0) for e in np.flatnonzero(reaches)}
+        assert must, "the case makes no contact"
+        assert must <= found, f"missed: {sorted(must - found)[:5]}"
+        assert n < len(x), "nothing was pruned"
+        print(f"{case}: {n} candidates of {len(x)} elements, {len(must)} needed")
