@@ -160,6 +160,9 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadFileScheduling
 
+    missing = [path for group in COMPILE_GROUPS for path in group if not (config.rootpath / path).is_file()]
+    if missing:  # a renamed file would silently leave its group
+        raise pytest.UsageError(f"tests/conftest.py: COMPILE_GROUPS names no such test file: {', '.join(missing)}")
     unit = {path: group[0] for group in COMPILE_GROUPS for path in group}
 
     class CompileGroupScheduling(LoadFileScheduling):
