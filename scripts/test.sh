@@ -28,7 +28,8 @@ vulkan_pass() {
   pending=$(mktemp)
   # Two pytest workers (pytest-xdist, whole files per worker so that module fixtures are made
   # once): lavapipe's per-launch cost keeps one process on one core, and once the cpu pass is
-  # done the second core would idle.
+  # done the second core would idle. The files that step jointed scenes go to one worker
+  # together (tests/conftest.py: COMPILE_GROUPS), which compiles their step once.
   TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q -n 2 --dist loadfile --arch vulkan "$@" || status=1
   while [ -s "$pending" ]; do
     th_log "rerunning $(wc -l < "$pending") test(s) in fresh processes, two at a time"

@@ -144,6 +144,35 @@ UNMARKED_SHARE = 3
 launch budget left (else the runtime is restarted first)."""
 
 
+COMPILE_GROUPS = (("tests/test_joints.py", "tests/test_urdf.py", "tests/test_rigid_contact.py", "tests/test_interop.py"),)
+"""Test files that pytest-xdist's --dist loadfile (scripts/test.sh's vulkan pass) sends to one
+worker together: each steps scenes with joints on the device, and the first such step in a
+process compiles the Newton-with-joints step (minutes of lavapipe's SPIR-V compile from a cold
+cache), which two workers would otherwise pay at the same time. Other files go whole to a worker
+each, as before. (Not xdist_group markers: pytest-xdist 3.8's --dist loadgroup tags node ids
+through an attribute that pytest 9 no longer reads, so the groups were silently ignored.)"""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with each of COMPILE_GROUPS as one work unit (see there)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    missing = [path for group in COMPILE_GROUPS for path in group if not (config.rootpath / path).is_file()]
+    if missing:  # a renamed file would silently leave its group
+        raise pytest.UsageError(f"tests/conftest.py: COMPILE_GROUPS names no such test file: {', '.join(missing)}")
+    unit = {path: group[0] for group in COMPILE_GROUPS for path in group}
+
+    class CompileGroupScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return unit.get(path, path)
+
+    return CompileGroupScheduling(config, log)
+
+
 def _defer_to_fresh_process(nodeid: str) -> bool:
     """Write the test's id to $TH_RERUN_FILE (scripts/test.sh reruns those in fresh processes)."""
     rerun = os.environ.get("TH_RERUN_FILE")
