@@ -39,14 +39,14 @@ th_system() {
   fi
 }
 
-# The installer: uv (https://docs.astral.sh/uv, a pip-compatible installer in one binary, about
-# ten times faster than pip here: measured in the README's "Main job" section) when it can be had
-# (on PATH, or kept in .cache/uv by an earlier run, or put there by pip from the package index),
+# The installer: uv (a pip-compatible installer in one binary, about ten times faster than pip
+# here: README, Benchmarks, "The main job") when it can be had (on PATH, or kept in the user's
+# cache folder by an earlier run from any checkout, or put there by pip from the package index),
 # else pip. TH_INSTALLER=pip forces pip. Sets TH_UV to the uv binary, or to nothing.
 th_find_uv() {
   TH_UV=
   [ "${TH_INSTALLER:-}" = pip ] && return 1
-  local kept="$TH_ROOT/.cache/uv"
+  local kept="${XDG_CACHE_HOME:-$HOME/.cache}/taichi_hydro/uv"
   if command -v uv >/dev/null 2>&1; then
     TH_UV=$(command -v uv)
   elif [ -x "$kept/bin/uv" ]; then
