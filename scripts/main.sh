@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 th_system vulkan || true   # GGUI renders through Vulkan (Mesa's lavapipe on a machine without a GPU)
 th_venv plot
 record=(--record out/pile.gif)   # one run: simulated once, rendered along the way
-if ! .venv/bin/python -c "import sys; from taichi_hydro.vulkan_info import vulkan_devices; sys.exit(not vulkan_devices())"; then
+if ! .venv/bin/python -P taichi_hydro/vulkan_info.py; then  # -P: its folder stays off sys.path (our types.py)
   th_log "no Vulkan driver: no animation (install libvulkan1 and mesa-vulkan-drivers for out/pile.gif)"
   record=()
 fi

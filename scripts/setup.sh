@@ -63,14 +63,26 @@ th_find_uv() {
 }
 
 th_venv() {
-  local py=${PYTHON:-python3} spec=".${1:+[$1]}"
+  local py=${PYTHON:-python3} spec=".${1:+[$1]}" stamp=.venv/.taichi_hydro_installed key
+  # An editable install follows the code by itself: install again only when pyproject.toml or
+  # the extra changed (the stamp holds both).
+  key="$spec $(cksum < pyproject.toml)"
+  if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+    th_log "taichi_hydro${1:+ with [$1]} is installed in .venv (pyproject.toml unchanged)"
+    return 0
+  fi
+  th_install "$py" "$spec" "${1:-}" && echo "$key" > "$stamp"
+}
+
+th_install() {
+  local py=$1 spec=$2
   if th_find_uv "$py"; then
     if [ ! -x .venv/bin/python ]; then
       th_log "creating .venv (uv)"
       # --seed: pip inside the environment too (th_torch_local and users' own installs use it).
       "$TH_UV" venv -q --seed --python "$("$py" -c 'import sys; print(sys.executable)')" .venv
     fi
-    th_log "installing taichi_hydro${1:+ with [$1]} into .venv (uv)"
+    th_log "installing taichi_hydro${3:+ with [$3]} into .venv (uv)"
     if "$TH_UV" pip install -q --python .venv/bin/python -e "$spec"; then
       return 0
     fi
@@ -80,7 +92,7 @@ th_venv() {
     th_log "creating .venv"
     "$py" -m venv .venv
   fi
-  th_log "installing taichi_hydro${1:+ with [$1]} into .venv (pip)"
+  th_log "installing taichi_hydro${3:+ with [$3]} into .venv (pip)"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
 }
 
