@@ -39,7 +39,7 @@ th_system() {
   fi
 }
 
-# The installer: uv (a pip-compatible installer in one binary, about ten times faster than pip
+# The installer: uv (a pip-compatible installer in one binary, 8 to 17 times faster than pip
 # here: README, Benchmarks, "The main job") when it can be had (on PATH, or kept in the user's
 # cache folder by an earlier run from any checkout, or put there by pip from the package index),
 # else pip. TH_INSTALLER=pip forces pip. Sets TH_UV to the uv binary, or to nothing.
