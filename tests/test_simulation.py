@@ -178,6 +178,17 @@ def test_quick_compile_steps_the_same_physics(arch):
     assert runs[True]["polygons_mean"] == runs[False]["polygons_mean"]
 
 
+def test_init_refuses_a_non_bool_optimize(arch):
+    """th.init(optimize=...) takes True or False; anything else is a BackendError naming the
+    value, raised before the running runtime is touched (the suite's Simulators stay valid)."""
+    if arch != "cpu":
+        pytest.skip("host-side argument check only")
+    generation = th.backend.generation()
+    with pytest.raises(th.BackendError, match="optimize must be True or False, got 'no'"):
+        th.init(arch, optimize="no")
+    assert th.backend.generation() == generation
+
+
 def test_run_summary_block(arch):
     """The printed run summary is one block: where the wall time went, the work per step, the
     files written, frozen worlds; body poses only in the JSON (27 lines of them for the pile)."""
