@@ -73,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--record", help="also render world 0 offscreen at 30 frames per simulated second: FILE.gif|.mp4 "
                    "(or .png, the last frame); the run is simulated once")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
+    r.add_argument("--quick-compile", action="store_true", help="compile the kernels without Taichi's IR optimisations: "
+                   "about 2.7x faster on a cold compile cache, stepping about 1.5x slower (short runs; scripts/main.sh)")
     r.add_argument("--shards", type=_integer_arg(1), help="split the worlds over this many Ray actors, each with its own Taichi "
                    "runtime (pip install 'taichi-hydro[distributed]'); the summary adds per-shard timing")
     r.add_argument("--address", help="with --shards: join the running Ray cluster at HOST:PORT ('auto': the one `ray start` "
@@ -203,6 +205,7 @@ def _run(args) -> int:
     from taichi_hydro.output import atomic_write, check_output, write_text
     from taichi_hydro.progress import progress_bar
 
+    started = time.perf_counter()
     scene = th.load_scene(args.scene)
     if args.out is not None:
         check_output(args.out, (".npz",), "--out", create_folder=True)
@@ -233,39 +236,55 @@ def _run(args) -> int:
     history = History(sim) if args.plot is not None else None
     images: list = []
     renderer = viewer.Viewer(sim, world=0) if args.record is not None else None
-    # What is taken between steps, and every how many steps: the first sample at step 0.
-    samplers = [(args.every, snapshot)] if record else []
+    # What is taken between steps (kind, every how many steps, what): the first sample at step 0.
+    samplers = [("sampling", args.every, snapshot)] if record else []
     if history is not None:
-        samplers.append((max(1, steps // 200), history.record))
+        samplers.append(("sampling", max(1, steps // 200), history.record))
     if renderer is not None:
-        samplers.append((max(1, round(1 / (30 * scene.dt))), lambda: images.append(renderer.render())))
-    samplers.append((max(1, min(100, steps // 50 or 1)), lambda: None))  # progress updates
-    for _, take in samplers:
+        samplers.append(("rendering", max(1, round(1 / (30 * scene.dt))), lambda: images.append(renderer.render())))
+    samplers.append(("sampling", max(1, min(100, steps // 50 or 1)), lambda: None))  # progress updates
+    timing = {"setup_s": time.perf_counter() - started, "rendering": 0.0, "sampling": 0.0}
+    t0 = time.perf_counter()
+    for _, _, take in samplers:
         take()
-    wall = 0.0  # stepping only: sampling and rendering are left out of the speed
+    timing["first_frame_s"] = time.perf_counter() - t0  # compiles what sampling and rendering launch
+    step_calls = []  # wall time of each step() call [s]
     done = 0
     with progress_bar(steps, "steps") as bar:
         while done < steps:
-            n = min(min(every - done % every for every, _ in samplers), steps - done)
+            # The first call makes one step alone, so that the compilation of the step's kernels is timed apart.
+            n = 1 if done == 0 else min(min(every - done % every for _, every, _ in samplers), steps - done)
             t0 = time.perf_counter()
             sim.step(n)
-            wall += time.perf_counter() - t0
+            step_calls.append(time.perf_counter() - t0)
             done += n
-            for every, take in samplers:
+            for kind, every, take in samplers:
                 if done % every == 0 or done == steps:
+                    t0 = time.perf_counter()
                     take()
+                    timing[kind] += time.perf_counter() - t0
             bar.update(n)
+    wall = sum(step_calls)  # stepping only: sampling and rendering are left out of the speed
     final = sim.get_state()
     totals = sim.step_totals()
     status = sim.world_status()
+    t0 = time.perf_counter()
     if record:
         arrays = {"body_names": np.array(sim.body_names), "dt": scene.dt, **{k: np.array(v) for k, v in frames.items()}}
         if sim.joint_names:
             arrays["joint_names"] = np.array(sim.joint_names)
         atomic_write(args.out, lambda tmp: np.savez_compressed(tmp, **arrays))
+    if renderer is not None:
+        viewer.write_frames(args.record, images)
+    timing["write_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if history is not None:
+        history.plot(args.plot)
+    timing["plot_s"] = time.perf_counter() - t0
     summary = {
         "scene": scene.source,
         "arch": args.arch,
+        "quick_compile": args.quick_compile,
         "worlds": args.worlds,
         "steps": steps,
         "time": sim.time,
@@ -285,6 +304,20 @@ def _run(args) -> int:
             }
             for i, name in enumerate(sim.body_names)
         },
+        "timing": {
+            "setup_s": timing["setup_s"],
+            "first_frame_s": timing["first_frame_s"],
+            "first_step_s": step_calls[0] if step_calls else 0.0,
+            "step_s": sum(step_calls[1:]),
+            "render_s": timing["rendering"],
+            "sample_s": timing["sampling"],
+            "plot_s": timing["plot_s"],
+            "write_s": timing["write_s"],
+            "total_s": time.perf_counter() - started,
+        },
+        "frames": len(images),
+        "outputs": {key: str(path) for key, path in (("summary", args.summary), ("plot", args.plot), ("record", args.record),
+                                                      ("out", args.out)) if path is not None},
     }
     if scene.joints:
         summary["joints"] = joint_summary(scene, sim.joint_names, sim.joint_state())
@@ -293,31 +326,46 @@ def _run(args) -> int:
         sim.close()
     if args.summary is not None:
         write_text(args.summary, json.dumps(summary, indent=1) + "\n")
-    if history is not None:
-        history.plot(args.plot)
-    if renderer is not None:
-        viewer.write_frames(args.record, images)
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print(f"{scene.source}: {steps} steps x {args.worlds} world(s) on {args.arch} in {wall:.2f} s "
-              f"({summary['world_steps_per_s']:.4g} world-steps/s), {summary['polygons_mean']:.1f} polygons/world/step, "
-              f"{summary['solver_iterations_mean']:.1f} solver iterations/step, {summary['diverged_worlds']} diverged world(s)")
-        for name, b in summary["bodies"].items():
-            p = b["position"]
-            print(f"  {name}: position [{p[0]:.6g}, {p[1]:.6g}, {p[2]:.6g}] m")
-        for w, reason in summary["frozen_worlds"].items():
-            print(f"  world {w} frozen: {reason}")
-        for shard in summary.get("sharding", {}).get("per_shard", []):
-            print(f"  shard {shard['shard']}: worlds {shard['first_world']}..{shard['first_world'] + shard['worlds'] - 1} on "
-                  f"{shard['host']} (pid {shard['pid']}), stepping {shard['step_s']:.2f} s, {shard['restarts']} restart(s)")
-        if record:
-            print(f"trajectory written to {args.out}")
-        if history is not None:
-            print(f"plot written to {args.plot}")
-        if renderer is not None:
-            print(f"{len(images)} frame(s) written to {args.record}")
+    print(json.dumps(summary) if args.json else summary_block(summary))
     return 0
+
+
+def summary_block(summary: dict) -> str:
+    """The run summary (the JSON object of `run --json`) as one block of text for a person:
+    scene, worlds and simulated time; where the wall time went; contact and solver work per
+    world and step; frozen worlds and shards; the files written. Body poses stay in the JSON."""
+    s, t = summary, summary["timing"]
+    worlds = f"{s['worlds']} world{'s' if s['worlds'] != 1 else ''}"
+    dt_ms = 1e3 * s["time"] / s["steps"] if s["steps"] else 0.0
+    lines = [f"{s['scene']} on {s['arch']}: {worlds}, {s['steps']} steps of {dt_ms:.4g} ms = {s['time']:.4g} s simulated"]
+    rate = (s["steps"] - 1) / t["step_s"] if t["step_s"] > 0 else None
+    first = "first frame" if s["frames"] else "first samples"
+    later = [f"stepping {t['step_s']:.1f} s"]
+    if s["frames"]:
+        later.append(f"rendering {t['render_s']:.1f} s ({s['frames']} frames)")
+    later.append(f"sampling {t['sample_s']:.1f} s")
+    if "plot" in s["outputs"]:
+        later.append(f"plot {t['plot_s']:.1f} s")
+    later.append(f"writing {t['write_s']:.1f} s")
+    lines.append(f"  wall time   {t['total_s']:.1f} s in all: setup {t['setup_s']:.1f} s, {first} {t['first_frame_s']:.1f} s and "
+                 f"first step {t['first_step_s']:.1f} s (kernel compilation: Taichi's offline cache keeps it for later runs),")
+    lines.append("              " + ", ".join(later))
+    if rate is not None:
+        lines.append(f"  speed       {rate:.4g} steps/s, {rate * s['worlds']:.4g} world-steps/s after the first step "
+                     f"({s['world_steps_per_s']:.4g} world-steps/s with it)")
+    lines.append(f"  per step    {s['polygons_mean']:.1f} polygons, {s['contacts_mean']:.1f} contacts, "
+                 f"{s['solver_iterations_mean']:.1f} solver iterations (mean per world)")
+    lines.append(f"  worlds      {s['diverged_worlds']} diverged")
+    for w, reason in s["frozen_worlds"].items():
+        lines.append(f"              world {w} frozen: {reason}")
+    for shard in s.get("sharding", {}).get("per_shard", []):
+        lines.append(f"  shard {shard['shard']}     worlds {shard['first_world']}..{shard['first_world'] + shard['worlds'] - 1} on "
+                     f"{shard['host']} (pid {shard['pid']}), stepping {shard['step_s']:.2f} s, {shard['restarts']} restart(s)")
+    written = {"summary": "summary written to {}", "plot": "plot written to {}",
+               "record": f"{s['frames']} frame(s) written to {{}}", "out": "trajectory written to {}"}
+    for key, path in s["outputs"].items():
+        lines.append(f"  {written[key].format(path)}")
+    return "\n".join(lines)
 
 
 def _simulator(args, scene):
@@ -329,11 +377,13 @@ def _simulator(args, scene):
         for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every)):
             if value is not None:
                 raise ArgumentError(f"{option} applies to a sharded run and needs --shards")
-        th.init(args.arch)
+        th.init(args.arch, optimize=not args.quick_compile)
         return th.Simulator(scene, worlds=args.worlds)
     for option in ("plot", "record"):
         if getattr(args, option) is not None:
             raise ArgumentError(f"--{option} draws from a simulator in this process and is not available with --shards")
+    if args.quick_compile:
+        raise ArgumentError("--quick-compile applies to a run in this process and is not available with --shards")
     from taichi_hydro.distributed import ShardedSimulator, connect, shard_ranges
 
     shard_ranges(args.worlds, args.shards)  # a bad --shards fails before Ray starts

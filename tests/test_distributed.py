@@ -353,6 +353,7 @@ def test_cli_refuses_bad_sharding_options(capsys):
         (["--checkpoint-every", "10"], "--checkpoint-every applies to a sharded run and needs --shards"),
         (["--worlds", "2", "--shards", "3"], "must be at most worlds = 2"),
         (["--shards", "1", "--plot", "p.png"], "--plot draws from a simulator in this process"),
+        (["--shards", "1", "--quick-compile"], "--quick-compile applies to a run in this process"),
     ]:
         code, out = run_cli([scene, "--steps", "1", *args], capsys)
         assert code == 2 and message in out.err and "Traceback" not in out.err

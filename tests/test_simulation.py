@@ -141,6 +141,11 @@ def test_cli_run_json_and_npz(arch, tmp_path):
     summary = json.loads(r.stdout)
     for key in ("steps", "wall_s", "world_steps_per_s", "polygons_mean"):
         assert key in summary
+    timing = summary["timing"]
+    assert set(timing) == {"setup_s", "first_frame_s", "first_step_s", "step_s", "render_s", "sample_s", "plot_s", "write_s",
+                           "total_s"}
+    assert summary["wall_s"] == pytest.approx(timing["first_step_s"] + timing["step_s"])
+    assert 0 < summary["wall_s"] < timing["total_s"] and summary["frames"] == 0 and summary["outputs"] == {"out": str(out)}
     ball_state = summary["bodies"]["ball"]
     assert set(ball_state) == {"position", "orientation", "velocity", "angular_velocity"}
     z = 0.25 - 9.81 * 1e-3**2 * 50 * 51 / 2
@@ -148,6 +153,68 @@ def test_cli_run_json_and_npz(arch, tmp_path):
     data = np.load(out)
     assert data["position"].shape == (51, 2, 2, 3) and data["orientation"].shape == (51, 2, 2, 4)
     assert list(data["body_names"]) == ["ground", "ball"] and data["time"].shape == (51,)
+
+
+def test_quick_compile_steps_the_same_physics(arch):
+    """run --quick-compile (Taichi's IR optimisations off: a faster cold compile) gives the same
+    motion as the default: the ball of ball_drop.toml falls 0.2 m, meets the floor at about
+    0.2 s and bounces (400 steps of 1 ms). Both runs do the same float32 arithmetic up to the
+    order the IR passes leave, so they may differ by round-off only: measured 1.5e-8 m and
+    2.4e-7 m/s; bounds 1e-6 m (about 40 ulps of the ball's 0.19 m height) and 1e-5 m/s. A pass
+    that changed what a kernel computes would show as a different bounce."""
+    if arch != "cpu":
+        pytest.skip("the compiler setting is backend-independent; its compile costs seconds")
+    runs = {}
+    for flag in ([], ["--quick-compile"]):
+        r = run_cli("run", "scenes/ball_drop.toml", "--arch", arch, "--steps", "400", "--json", *flag)
+        assert r.returncode == 0, r.stderr
+        runs[bool(flag)] = json.loads(r.stdout)
+    assert runs[True]["quick_compile"] and not runs[False]["quick_compile"]
+    slow, quick = runs[False]["bodies"]["ball"], runs[True]["bodies"]["ball"]
+    assert slow["position"][2] < 0.2 and runs[False]["polygons_mean"] > 0  # it fell and touched the floor
+    np.testing.assert_allclose(quick["position"], slow["position"], atol=1e-6)
+    np.testing.assert_allclose(quick["velocity"], slow["velocity"], atol=1e-5)
+    assert quick["orientation"] == pytest.approx(slow["orientation"], abs=1e-5)
+    assert runs[True]["polygons_mean"] == runs[False]["polygons_mean"]
+
+
+def test_init_refuses_a_non_bool_optimize(arch):
+    """th.init(optimize=...) takes True or False; anything else is a BackendError naming the
+    value, raised before the running runtime is touched (the suite's Simulators stay valid)."""
+    if arch != "cpu":
+        pytest.skip("host-side argument check only")
+    generation = th.backend.generation()
+    with pytest.raises(th.BackendError, match="optimize must be True or False, got 'no'"):
+        th.init(arch, optimize="no")
+    assert th.backend.generation() == generation
+
+
+def test_run_summary_block(arch):
+    """The printed run summary is one block: where the wall time went, the work per step, the
+    files written, frozen worlds; body poses only in the JSON (27 lines of them for the pile)."""
+    if arch != "cpu":
+        pytest.skip("host-side formatting only")
+    from taichi_hydro.cli import summary_block
+
+    timing = {"setup_s": 3.21, "first_frame_s": 20.14, "first_step_s": 8.03, "step_s": 6.02, "render_s": 5.04, "sample_s": 2.05,
+              "plot_s": 3.06, "write_s": 3.07, "total_s": 50.62}
+    summary = {"scene": "scenes/pile.toml", "arch": "cpu", "worlds": 2, "steps": 750, "time": 1.5, "wall_s": 14.05,
+               "world_steps_per_s": 106.8, "polygons_mean": 120.31, "contacts_mean": 118.72, "solver_iterations_mean": 79.94,
+               "diverged_worlds": 1, "frozen_worlds": {"1": "non-finite velocity"},
+               "bodies": {"ball_00": {"position": [0.0, 0.0, 0.02]}}, "timing": timing, "frames": 46,
+               "outputs": {"summary": "out/s.json", "plot": "out/p.png", "record": "out/a.gif"}}
+    lines = summary_block(summary).splitlines()
+    assert lines[0] == "scenes/pile.toml on cpu: 2 worlds, 750 steps of 2 ms = 1.5 s simulated"
+    text = "\n".join(lines)
+    for part in ("50.6 s in all", "setup 3.2 s", "first frame 20.1 s", "first step 8.0 s", "stepping 6.0 s",
+                 "rendering 5.0 s (46 frames)", "sampling 2.0 s", "plot 3.1 s", "writing 3.1 s",
+                 "124.4 steps/s, 248.8 world-steps/s after the first step (106.8 world-steps/s with it)",
+                 "120.3 polygons, 118.7 contacts, 79.9 solver iterations", "1 diverged", "world 1 frozen: non-finite velocity",
+                 "summary written to out/s.json", "plot written to out/p.png", "46 frame(s) written to out/a.gif"):
+        assert part in text, part
+    assert "ball_00" not in text and len(lines) == 10
+    no_outputs = summary_block({**summary, "frames": 0, "outputs": {}, "frozen_worlds": {}})
+    assert "first samples 20.1 s" in no_outputs and "rendering" not in no_outputs and "plot" not in no_outputs
 
 
 def test_cli_run_rejects_bad_arguments(arch):

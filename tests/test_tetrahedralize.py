@@ -246,7 +246,7 @@ def test_surfaces_that_cannot_be_made_solid(host, monkeypatch):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", absent)
-    with pytest.raises(MeshError, match=r"pip install \"pytetwild"):
+    with pytest.raises(MeshError, match=r"pip install \"taichi-hydro\[mesh\]\" \(or pip install \"pytetwild"):
         tz.extent_mesh(ell, 0.55, what="part", cache=False)
 
 

@@ -61,7 +61,8 @@ def mesher_version() -> str:
         return importlib.metadata.version(MESHER)
     except importlib.metadata.PackageNotFoundError:
         raise MeshError(f"meshing a non-convex compliant surface needs the package {MESHER!r}, which is not installed: "
-                        "pip install \"pytetwild>=0.4.1,<0.5\" (a dependency of taichi-hydro)") from None
+                        "install taichi-hydro's \"mesh\" extra, pip install \"taichi-hydro[mesh]\" (or pip install "
+                        "\"pytetwild>=0.4.1,<0.5\")") from None
 
 
 def _binding_file() -> Path:
