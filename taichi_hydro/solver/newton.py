@@ -294,22 +294,27 @@ def newton_funcs(real):
                 H[w, i, j] = x / d
 
     @ti.func
-    def factor_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template(), padj: ti.template(), rows: ti.template(),
-                   row_len: ti.template()):
-        """Row r of the factor's block L[I, J] (I > J, on the pattern): the updates by the
-        columns K < J that I and J share, then the solve X L_JJ^T = S of that row. The rows of
-        every I are independent (they read only columns K <= J, already factored)."""
-        for n in range(row_len[w, I]):
-            K = rows[w, I, n]
-            if K < J and padj[w, J, K] == 1:
-                for c in range(6):
-                    update_entry(H, w, I, J, K, r, c)
+    def solve_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template()):
+        """Row r of the factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S."""
         for jj in range(6):
             j = 6 * J + jj
             x = H[w, 6 * I + r, j]
             for k in range(6 * J, j):
                 x -= H[w, 6 * I + r, k] * H[w, j, k]
             H[w, 6 * I + r, j] = x / H[w, j, j]
+
+    @ti.func
+    def factor_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template(), padj: ti.template(), rows: ti.template(),
+                   row_len: ti.template()):
+        """Row r of the factor's block L[I, J] (I > J, on the pattern): the updates by the
+        columns K < J that I and J share, then solve_row. The rows of every I are independent
+        (they read only columns K <= J, already factored)."""
+        for n in range(row_len[w, I]):
+            K = rows[w, I, n]
+            if K < J and padj[w, J, K] == 1:
+                for c in range(6):
+                    update_entry(H, w, I, J, K, r, c)
+        solve_row(w, I, J, r, H)
 
     @ti.func
     def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
@@ -365,10 +370,15 @@ def newton_funcs(real):
                 for r, c in ti.ndrange(6, 6):
                     update_entry(H, w, J, J, K, r, c)
             factor_diagonal(w, J, H)
-            for I in range(J + 1, B):
+            for I in range(J + 1, B):  # factor_row's arithmetic, all six rows' updates first
                 if padj[w, I, J] == 1:
+                    for n in range(row_len[w, I]):
+                        K = rows[w, I, n]
+                        if K < J and padj[w, J, K] == 1:
+                            for r, c in ti.ndrange(6, 6):
+                                update_entry(H, w, I, J, K, r, c)
                     for r in range(6):
-                        factor_row(w, I, J, r, H, padj, rows, row_len)
+                        solve_row(w, I, J, r, H)
         triangular_solves(w, B, H, grad, dv, scale, padj, rows, row_len)
 
     @ti.func
@@ -429,6 +439,13 @@ def newton_funcs(real):
         u = row_u(w, 6 * pa if a >= 0 else -1, 6 * pb, ja, jb, v)
         gamma, G = bilateral_response(u, b_law[j])
         return pa, pb, mobile_a, mobile_b, ja, jb, gamma, G
+
+    @ti.func
+    def bilateral_impulse(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                          b_law: ti.template(), body_inv_mass: ti.template(), pos: ti.template(), v: ti.template()) -> real:
+        """Bilateral row j's impulse gamma [N s] at the iterate v."""
+        _pa, _pb, _ma, _mb, _ja, _jb, gamma, _G = bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, pos, v)
+        return gamma
 
     @ti.func
     def bilateral_side(w: ti.i32, p: ti.i32, jac: rvec6, gamma: real, G: real, grad: ti.template(), H: ti.template()):
@@ -791,9 +808,8 @@ def newton_solver(real):
                     gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
                     c_gamma[c] = ti.cast(gamma, float)
                 for j in range(jstart, jend):
-                    _, _, _, _, _, _, gamma, _ = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
-                                                                 newton_v)
-                    b_gamma[j] = ti.cast(gamma, float)
+                    b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
+                                                             newton_v), float)
             world_iterations[w] = it
             world_residual[w] = ti.cast(change, float)
             world_contacts[w] = end - start
