@@ -465,12 +465,11 @@ def newton_funcs(real):
 
     @ti.func
     def mass_directional(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), vs: ti.template(), dv: ti.template(),
-                         body_inv_mass: ti.template(), body_inv_inertia_W: ti.template()):
-        """Body b's terms of dv^T M dv and dv^T M (v - v*) (the quadratic part of the line
-        search's phi'(alpha)); zero for an immobile body."""
-        dMd = ti.cast(0.0, real)
-        dMv = ti.cast(0.0, real)
+                         body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), dMd: real, dMv: real):
+        """(dMd, dMv) plus body b's terms of dv^T M dv and dv^T M (v - v*) (the quadratic part
+        of the line search's phi'(alpha)); an immobile body adds none."""
         inv_m = ti.cast(body_inv_mass[wm, b], real)
+        sum_d, sum_v = dMd, dMv
         if inv_m > 0.0:
             I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
             dvl = rvec3(dv[w, p], dv[w, p + 1], dv[w, p + 2])
@@ -478,9 +477,9 @@ def newton_funcs(real):
             xv = rvec3(v[w, p] - vs[w, p], v[w, p + 1] - vs[w, p + 1], v[w, p + 2] - vs[w, p + 2])
             xw = rvec3(v[w, p + 3] - vs[w, p + 3], v[w, p + 4] - vs[w, p + 4], v[w, p + 5] - vs[w, p + 5])
             Idw = I_W @ dwl
-            dMd = dvl.dot(dvl) / inv_m + dwl.dot(Idw)
-            dMv = dvl.dot(xv) / inv_m + Idw.dot(xw)
-        return dMd, dMv
+            sum_d += dvl.dot(dvl) / inv_m + dwl.dot(Idw)
+            sum_v += dvl.dot(xv) / inv_m + Idw.dot(xw)
+        return sum_d, sum_v
 
     @ti.func
     def bilateral_directional(w: ti.i32, j: ti.i32, alpha: real, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
@@ -750,10 +749,8 @@ def newton_solver(real):
                     for i in range(6 * B):
                         d0 += newton_grad[w, i] * newton_dv[w, i]
                     for b in range(B):
-                        bd, bv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv, body_inv_mass,
-                                                    body_inv_inertia_W)
-                        dMd += bd
-                        dMv += bv
+                        dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
+                                                      body_inv_mass, body_inv_inertia_W, dMd, dMv)
                     for c in range(start, end):
                         ids = c_ids[c]
                         pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]

@@ -327,10 +327,8 @@ def newton_block_solver(real, spirv: bool):
                     part_d, part_v = ti.cast(0.0, real), ti.cast(0.0, real)
                     b = lane
                     while b < B:
-                        bd, bv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv, body_inv_mass,
-                                                    body_inv_inertia_W)
-                        part_d += bd
-                        part_v += bv
+                        part_d, part_v = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
+                                                            body_inv_mass, body_inv_inertia_W, part_d, part_v)
                         b += BLOCK
                     c = start + lane
                     while c < end:
