@@ -95,7 +95,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     stepped again one step at a time (untimed). Stage times come from profile_stages() over 20
     further steps (one launch at a time with a sync after each, so they add up to more than a
     step takes in the timed run); stage_share: each stage's part of their sum. schedule
-    overrides the scene's solver schedule ("world" or "contact"; default: the backend's),
+    overrides the scene's solver schedule ("world", "contact" or "block": one thread block per
+    world, method newton on cuda and vulkan; default: the backend's),
     method its method ("jacobi", "accelerated", "gauss_seidel", "newton"; default: the
     schedule's). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
@@ -423,7 +424,8 @@ def main(argv=None) -> int:
     p.add_argument("--worker-worlds", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worlds", help="dynamics: comma-separated world counts (default: each case's own list)")
     p.add_argument("--max-worlds", type=int, help="dynamics: skip world counts above this")
-    p.add_argument("--schedule", choices=["world", "contact"], help="dynamics: solver schedule (default: the backend's)")
+    p.add_argument("--schedule", choices=["world", "contact", "block"],
+                   help="dynamics: solver schedule (default: the backend's; block: method newton, cuda/vulkan)")
     p.add_argument("--method", choices=["jacobi", "accelerated", "gauss_seidel", "newton"], help="dynamics: solver method (default: the schedule's)")
     p.add_argument("--deterministic", action="store_true",
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")

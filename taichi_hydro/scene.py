@@ -180,7 +180,10 @@ class SolverSettings:
     sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
     warm_start [true]: start from the impulses of the same polygons at the previous step.
     schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
-      CPU default), "contact" (one thread per contact per iteration: the GPU default).
+      CPU default), "contact" (one thread per contact per iteration: the GPU default),
+      "block" (method newton only, cuda and vulkan only: one block of threads per world shares
+      each iteration's passes, see solver.newton_block; the default for newton there, the
+      world schedule being newton's default on cpu).
     method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
       splitting), "accelerated" (Jacobi with Nesterov momentum and gradient restart, see
       solver.cone: the same sweeps, converging in fewer of them) or "gauss_seidel" (each update
@@ -619,7 +622,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         beta=st.number("beta", 1.0, positive=True),
         sigma=st.number("sigma", 1e-3, nonneg=True),
         warm_start=st.boolean("warm_start", True),
-        schedule=st.string("schedule", "auto", choices=("auto", "world", "contact")),
+        schedule=st.string("schedule", "auto", choices=("auto", "world", "contact", "block")),
         method=st.string("method", "auto", choices=("auto", "jacobi", "accelerated", "gauss_seidel", "newton")),
         deterministic=st.boolean("deterministic", False),
         sleep=st.boolean("sleep", True),
@@ -630,6 +633,8 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
                                   "deterministic; use deterministic = false, or contact = \"polygons\"")
     if solver.method in ("gauss_seidel", "newton") and solver.schedule == "contact":
         raise st.error("method", f"{solver.method} needs schedule = \"world\" (one thread solves a whole world)")
+    if solver.schedule == "block" and solver.method not in ("auto", "newton"):
+        raise st.error("schedule", f"\"block\" runs method newton only, not method = \"{solver.method}\"")
     if solver.method == "newton" and solver.mode == "convex":
         raise st.error("mode", "\"convex\" is a relaxation of the projected iterations; method newton solves the Coulomb "
                                "law (use mode = \"coulomb\" or another method)")

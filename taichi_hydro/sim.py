@@ -355,7 +355,7 @@ class Simulator(WorldAccess):
         s = self.solver
         spend_launches(4)
         iterations, contacts = s.world_iterations.to_numpy().astype(int), s.world_contacts.to_numpy().astype(int)
-        updates = s.world_updates.to_numpy().astype(int) if self.options.schedule == "world" else iterations * contacts
+        updates = s.world_updates.to_numpy().astype(int) if self.options.schedule in ("world", "block") else iterations * contacts
         return {"iterations": iterations, "residual": s.world_residual.to_numpy(), "contacts": contacts, "updates": updates}
 
     @live

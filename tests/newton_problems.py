@@ -12,6 +12,7 @@ from taichi_hydro.backend import current_arch
 from taichi_hydro.plan import kernel_parameters
 from taichi_hydro.solver import BilateralRows, SolverData, SolverOptions
 from taichi_hydro.solver.newton import newton_solver
+from taichi_hydro.solver.newton_block import newton_block_solver
 
 from conftest import REFERENCE
 
@@ -34,19 +35,20 @@ def problems(name):
     return [r for r in prototype().load_problems(PROTOTYPE / f"{name}_problems.npz") if r["n"] > 0]
 
 
-def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
+def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world"):
     """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
     iterations, contact evaluations); timed: a function that runs the kernel again on the same
     arrays instead (for timing). bilateral: keyword arguments of BilateralRows.set_points (world 0),
-    whose solved impulses come back as rec["b_gamma"] (points, 3 directions)."""
+    whose solved impulses come back as rec["b_gamma"] (points, 3 directions). schedule: "world"
+    (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only)."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
     given = rec
     if n == 0:  # no contact rows: one zero row that no world owns
         rec = {**rec, "ids": np.zeros((1, 4), np.int32), "frame": np.eye(3)[None], "ra": np.zeros((1, 3)), "rb": np.zeros((1, 3)),
                "reg": np.ones((1, 8)), "gamma0": np.zeros((1, 3))}
-    settings = th.SolverSettings(method="newton", schedule="world", iterations=iterations, tolerance=tolerance)
+    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance)
     data = SolverData(SolverOptions.resolve(settings, current_arch()), 1, B, max(n, 1))
 
     def array(dtype, value):
@@ -79,7 +81,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
     data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
     data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
     data.body_inv_inertia_W.from_numpy(np.asarray(rec["inv_I"], np.float32)[None])
-    kernel = newton_solver(data.real)
+    kernel = newton_block_solver(data.real, current_arch() != "cuda") if schedule == "block" else newton_solver(data.real)
     own = data.arrays()
     call = [args[k] if k in args else own[k] for k in kernel_parameters(kernel)]
     kernel(*call)
@@ -98,3 +100,44 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None):
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]
     return (x.astype(np.float64), args["c_gamma"].to_numpy().astype(np.float64), int(data.world_iterations.to_numpy()[0]),
             int(data.world_updates.to_numpy()[0]))
+
+
+def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world"):
+    """Solve the problems `recs` (as solve(), same body count, no bilateral rows) as the worlds
+    of one launch. Returns [(v (B, 6) float64, gamma (n, 3), iterations)] per world."""
+    W, B = len(recs), len(recs[0]["inv_mass"])
+    counts = [len(r["ids"]) for r in recs]
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance)
+    data = SolverData(SolverOptions.resolve(settings, current_arch()), W, B, int(starts[-1]))
+
+    def array(dtype, value):
+        value = np.ascontiguousarray(value)
+        a = ti.ndarray(dtype, value.shape[: value.ndim - (dtype.ndim if hasattr(dtype, "ndim") else 0)])
+        a.from_numpy(value)
+        return a
+
+    def rows(key, dtype=np.float32):
+        return np.concatenate([np.asarray(r[key], dtype) for r in recs])
+
+    vec3, mat3 = ti.types.vector(3, float), ti.types.matrix(3, 3, float)
+    ids = rows("ids", np.int32).copy()
+    ids[:, 0] = np.repeat(np.arange(W), counts)
+    args = dict(
+        world_start=array(ti.i32, starts), world_status=array(ti.i32, np.zeros(W, np.int32)),
+        c_ids=array(ti.types.vector(4, ti.i32), ids), c_frame=array(mat3, rows("frame")), c_ra=array(vec3, rows("ra")),
+        c_rb=array(vec3, rows("rb")), c_reg=array(ti.types.vector(8, float), rows("reg")), c_gamma=array(vec3, rows("gamma0")),
+        body_reach=array(float, np.asarray(recs[0]["reach"], np.float32)),
+        body_inv_mass=array(float, np.stack([np.asarray(r["inv_mass"], np.float32) for r in recs])),
+        iterations=iterations, tolerance=tolerance,
+    )
+    args.update(BilateralRows(W, B).arrays())
+    data.body_vc.from_numpy(np.stack([np.asarray(r["vc"], np.float32) for r in recs]))
+    data.body_wc.from_numpy(np.stack([np.asarray(r["wc"], np.float32) for r in recs]))
+    data.body_inv_inertia_W.from_numpy(np.stack([np.asarray(r["inv_I"], np.float32) for r in recs]))
+    kernel = newton_block_solver(data.real, current_arch() != "cuda") if schedule == "block" else newton_solver(data.real)
+    own = data.arrays()
+    kernel(*[args[k] if k in args else own[k] for k in kernel_parameters(kernel)])
+    pos, v = data.newton_pos.to_numpy(), data.newton_v.to_numpy()
+    gamma, its = args["c_gamma"].to_numpy().astype(np.float64), data.world_iterations.to_numpy()
+    return [(v[w].reshape(-1, 6)[pos[w]].astype(np.float64), gamma[starts[w]:starts[w + 1]], int(its[w])) for w in range(W)]

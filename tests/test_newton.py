@@ -9,7 +9,9 @@ import pytest
 
 import taichi_hydro as th
 
-from newton_problems import problems, prototype, solve
+from taichi_hydro.solver import SolverOptions
+
+from newton_problems import problems, prototype, solve, solve_batch
 
 TOLERANCE = th.SolverSettings().tolerance  # [m/s]
 EPS32 = float(np.finfo(np.float32).eps)
@@ -224,3 +226,80 @@ def test_newton_settings_that_do_not_combine_are_refused(solver, fragments):
     assert message.startswith("bad.toml:")
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def pinned_body():
+    """A free body pinned to the world by one bilateral point (test_bilateral_row_pins_a_body_to_the_world's
+    soft pin): (rec, bilateral rows)."""
+    r = np.array([0.1, 0.0, 0.05])
+    rec = {"ids": np.zeros((0, 4), np.int32), "inv_mass": np.array([0.0, 1.0 / M_BODY]),
+           "inv_I": np.array([np.zeros((3, 3)), np.diag([100.0, 50.0, 25.0])]),
+           "vc": np.array([[0.0, 0.0, 0.0], [0.3, -0.1, -0.2]]), "wc": np.array([[0.0, 0.0, 0.0], [1.0, 2.0, -0.5]]),
+           "reach": np.array([0.0, 0.12])}
+    pin = {"body_a": [0], "body_b": [1], "r_a": [r], "r_b": [r], "compliance": [1e-3], "bias": [np.array([0.01, -0.02, 0.0])]}
+    return rec, pin
+
+
+def test_block_schedule_agrees_with_the_world_schedule(arch):
+    """The block schedule (solver.newton_block: one block of threads per world) runs the world
+    kernel's algorithm with the same ti.funcs; only its sums over lanes (the line search's
+    phi'(alpha), phi''(alpha), grad . dv, the quadratic terms) are in another order. On one
+    dumped step of each scene (the impact step, where the solve works hardest) and the pinned
+    body (a bilateral row):
+    - both stop at the same fixed point: each solution is within TOLERANCE (+ the float32
+      rounding bound 16 EPS32 max |v| of test_newton_reaches_the_coulomb_fixed_point_on_dumped_steps)
+      of it, so they differ by at most twice that;
+    - in the same number of iterations, give or take one (a reordered sum changes the last
+      step's size by round-off, which can move the stopping test across the tolerance);
+    - deterministic: a second run gives the same bits (fixed-order reductions, no atomics)."""
+    if arch == "cpu":
+        pytest.skip("the block schedule needs thread blocks (cuda, vulkan)")
+    cases = [(name, max(problems(name), key=lambda r: r["sweeps"]), None) for name in sorted(STEPS)]
+    rec, pin = pinned_body()
+    cases.append(("pinned", rec, pin))
+    for name, rec, pin in cases:
+        x_w, g_w, it_w, _ = solve(dict(rec), bilateral=pin)
+        x_b, g_b, it_b, _ = solve(dict(rec), bilateral=pin, schedule="block")
+        x_b2, g_b2, it_b2, _ = solve(dict(rec), bilateral=pin, schedule="block")
+        bound = 2 * (TOLERANCE + (0.0 if float64(arch) else 16 * EPS32 * np.abs(x_w).max()))
+        difference = np.abs(x_b - x_w).max()
+        print(f"{name}: {len(rec['ids'])} contacts, iterations world {it_w} block {it_b}, |v_block - v_world| "
+              f"{difference:.1e} m/s (bound {bound:.1e})")
+        assert difference <= bound, name
+        assert abs(it_b - it_w) <= 1, name
+        assert it_b2 == it_b and np.array_equal(x_b2, x_b) and np.array_equal(g_b2, g_b), name
+
+
+def test_block_schedule_batch_equals_single_worlds(arch):
+    """Worlds of a batch are independent blocks: three dumped pile steps (27 bodies each)
+    solved together in one launch give, world by world, the bits of each solved alone."""
+    if arch == "cpu":
+        pytest.skip("the block schedule needs thread blocks (cuda, vulkan)")
+    recs = spread(problems("pile"), 3)
+    alone = [solve(dict(rec), schedule="block") for rec in recs]
+    together = solve_batch(recs, schedule="block")
+    for rec, (x, gamma, iterations, _), (xb, gammab, iterationsb) in zip(recs, alone, together):
+        assert iterationsb == iterations
+        np.testing.assert_array_equal(xb, x)
+        np.testing.assert_array_equal(gammab, gamma)
+
+
+def test_block_schedule_is_refused_on_cpu_and_with_other_methods(arch):
+    """Schedule "block" on cpu (no thread blocks) and with a projected method are refused with
+    the key and the value, never ignored; newton's default schedule is "block" on cuda and
+    vulkan, "world" on cpu."""
+    if arch != "cpu":
+        pytest.skip("host-side option checks: run once, on the cpu pass")
+    settings = th.SolverSettings(method="newton", schedule="block")
+    with pytest.raises(th.SceneError, match=r"schedule \"block\".*arch cpu"):
+        SolverOptions.resolve(settings, "cpu", source="s.toml")
+    assert SolverOptions.resolve(settings, "vulkan").schedule == "block"
+    assert SolverOptions.resolve(th.SolverSettings(method="newton"), "cuda").schedule == "block"
+    assert SolverOptions.resolve(th.SolverSettings(method="newton"), "cpu").schedule == "world"
+    assert SolverOptions.resolve(th.SolverSettings(method="newton", schedule="world"), "vulkan").schedule == "world"
+    data = {"solver": {"method": "gauss_seidel", "schedule": "block"},
+            "body": [{"name": "ball", "mass": 0.1, "shape": {"type": "sphere", "radius": 0.05}}]}
+    with pytest.raises(th.SceneError) as err:
+        th.scene_from_dict(data, source="bad.toml")
+    for fragment in ("bad.toml:", "[solver]", "'schedule'", "block", "gauss_seidel"):
+        assert fragment in str(err.value)

@@ -1,8 +1,9 @@
 """The contact solve of a step (DESIGN §3 step 5): projected iterations on the regularised cone
 complementarity problem, on one of two schedules that share the per-contact arithmetic
 (solver.cone): "world" (one thread per world, world_schedule) and "contact" (one launch per
-sweep over all contacts, contact_schedule); or Newton's method on the body velocities (newton,
-one thread per world)."""
+sweep over all contacts, contact_schedule); or Newton's method on the body velocities (newton:
+one thread per world on the world schedule; newton_block: one block of threads per world on
+the "block" schedule, cuda and vulkan)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from ..plan import Plan
 from . import contact_schedule as cs
 from .bilateral import BilateralRows
 from .data import SolverData
+from ..backend import current_arch
 from .newton import newton_solver
+from .newton_block import newton_block_solver
 from .options import SolverOptions
 from .world_schedule import world_solver
 
@@ -22,7 +25,10 @@ def add_solve(plan: Plan, options: SolverOptions, data: SolverData) -> None:
     velocities (body_vc, body_wc) and leave the solved velocities and impulses (c_gamma)."""
     o = options
     if o.method == "newton":
-        plan.add(newton_solver(data.real))
+        if o.schedule == "block":
+            plan.add(newton_block_solver(data.real, current_arch() != "cuda"))
+        else:
+            plan.add(newton_solver(data.real))
         return
     if o.schedule == "world":
         plan.add(world_solver(o.gauss_seidel, o.accelerated, o.sleep, o.coulomb), iterations="iterations", tolerance="tolerance",

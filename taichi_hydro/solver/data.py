@@ -39,11 +39,16 @@ class SolverData:
     velocities, gradient, step and Jacobi scaling; the body ordering and block pattern
     newton_adj, newton_padj, newton_rows (W, B, B) and newton_pos, newton_deg, newton_row_len
     (W, B) (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
-    c_u (J v) and c_jdv (J dv), sized by resize()."""
+    c_u (J v) and c_jdv (J dv), sized by resize(). The block schedule (solver.newton_block)
+    adds per contact row its world-frame terms (a run's totals at the run's first row):
+    c_f [N s], c_ta, c_tb [N m s] (impulse on b and its moments about a's and b's centres of
+    mass), c_A, c_AS, c_SAS (F^T G F [1/(kg s) units of G], A [r_a], [r_a] A [r_a]); and
+    newton_fence (W,) i32, the SPIR-V barriers' atomic (always 0)."""
 
     def __init__(self, options: SolverOptions, worlds: int, bodies: int, rows: int):
         W, B = worlds, bodies
         self.newton = options.method == "newton"
+        self.block = self.newton and options.schedule == "block"
         self.real = ti.f32 if current_arch() == "vulkan" else ti.f64
         self.rows = -1
         for name in ("body_vc", "body_wc", "body_vx", "body_wx", "body_dv", "body_dw"):
@@ -68,6 +73,9 @@ class SolverData:
                 setattr(self, name, ti.ndarray(ti.i32, (W, B, B)))
             for name in ("newton_pos", "newton_deg", "newton_row_len"):
                 setattr(self, name, ti.ndarray(ti.i32, (W, B)))
+        if self.block:
+            self.newton_fence = ti.ndarray(ti.i32, W)
+            self.newton_fence.fill(0)
         self.resize(rows)
 
     def resize(self, rows: int) -> None:
@@ -77,6 +85,11 @@ class SolverData:
         self.c_bound = ti.ndarray(self.real, rows)
         self.c_u = ti.ndarray(ti.types.vector(3, self.real), rows)
         self.c_jdv = ti.ndarray(ti.types.vector(3, self.real), rows)
+        if self.block:
+            for name in ("c_f", "c_ta", "c_tb"):
+                setattr(self, name, ti.ndarray(ti.types.vector(3, self.real), rows))
+            for name in ("c_A", "c_AS", "c_SAS"):
+                setattr(self, name, ti.ndarray(ti.types.matrix(3, 3, self.real), rows))
         self.rows = rows
 
     def arrays(self) -> dict:

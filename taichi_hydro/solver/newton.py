@@ -1,5 +1,6 @@
 """Newton's method on the body velocities with a lagged Coulomb bound ([solver] method =
-"newton"; world schedule: one thread per world).
+"newton"; world schedule: one thread per world; solver.newton_block: one block of threads
+per world on cuda and vulkan, from the same ti.funcs, newton_funcs).
 
 Unknowns: the velocities v of every body of a world (6 per body, centre of mass, world frame).
 Each iteration minimises the convex cost, with the friction bound g_i of each contact fixed,
@@ -33,6 +34,7 @@ previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic 
 (float64 on cpu and cuda); the state keeps the run-time precision (backend.init)."""
 
 import functools
+import types
 
 import taichi as ti
 
@@ -40,7 +42,7 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
                      vec4, vec6)
 from .cone import apply_world_impulse, body_change
 
-__all__ = ["newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS"]
+__all__ = ["newton_funcs", "newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
 LINE_SEARCH_EVALUATIONS = 20
@@ -52,9 +54,11 @@ best step can be several Newton steps long."""
 
 
 @functools.lru_cache(maxsize=None)
-def newton_solver(real):
-    """The Newton solve kernel of the world schedule, with arithmetic in `real` (ti.f64 or
-    ti.f32), made once per type."""
+def newton_funcs(real):
+    """The ti.funcs of one Newton solve with arithmetic in `real` (ti.f64 or ti.f32), made once
+    per type and shared by both schedules (the world kernel below and solver.newton_block):
+    per contact, per bilateral row, per body and per factor block, each writing only what it
+    owns, so that one thread may run them all in turn or many threads apart."""
     rvec3 = ti.types.vector(3, real)
     rvec6 = ti.types.vector(6, real)
     rmat3 = ti.types.matrix(3, 3, real)
@@ -196,19 +200,50 @@ def newton_solver(real):
             H[w, 6 * i + 3 + r, 6 * j + c] -= sign * ASi[c, r]
 
     @ti.func
+    def add_gradient_side(w: ti.i32, p: ti.i32, f: rvec3, t: rvec3, sign: ti.template(), grad: ti.template()):
+        """grad[6p..] += sign (f, t): one body's part of -J^T gamma of a run of rows (sign +1
+        for body a, which takes -f, and -1 for body b)."""
+        for k in ti.static(range(3)):
+            if ti.static(sign > 0):
+                grad[w, 6 * p + k] += f[k]
+                grad[w, 6 * p + 3 + k] += t[k]
+            else:
+                grad[w, 6 * p + k] -= f[k]
+                grad[w, 6 * p + 3 + k] -= t[k]
+
+    @ti.func
     def add_gradient(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, f: rvec3, ta: rvec3, tb: rvec3,
                      body_inv_mass: ti.template(), grad: ti.template()):
         """grad -= J^T gamma for rows between bodies a and b (block positions pa, pb): their
         total impulse f on b (world frame; -f on a) and its moments ta = sum r_a x f_i,
         tb = sum r_b x f_i about each body's centre of mass."""
         if body_inv_mass[wm, a] > 0.0:
-            for k in ti.static(range(3)):
-                grad[w, 6 * pa + k] += f[k]
-                grad[w, 6 * pa + 3 + k] += ta[k]
+            add_gradient_side(w, pa, f, ta, 1, grad)
         if body_inv_mass[wm, b] > 0.0:
-            for k in ti.static(range(3)):
-                grad[w, 6 * pb + k] -= f[k]
-                grad[w, 6 * pb + 3 + k] -= tb[k]
+            add_gradient_side(w, pb, f, tb, -1, grad)
+
+    @ti.func
+    def hessian_a(w: ti.i32, pa: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3, H: ti.template()):
+        """Body a's diagonal block of a run of rows (add_hessian)."""
+        add_block(H, w, pa, pa, 1.0, A, ASa, ASa, SASa, True)
+
+    @ti.func
+    def hessian_b(w: ti.i32, pb: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3, d: rvec3, H: ti.template()):
+        """Body b's diagonal block of a run of rows (add_hessian)."""
+        ASb = ASa + times_skew(A, d)
+        X = skew_times(d, ASa)
+        add_block(H, w, pb, pb, 1.0, A, ASb, ASb, SASa + X + X.transpose() + skew_times(d, times_skew(A, d)), True)
+
+    @ti.func
+    def hessian_ab(w: ti.i32, pa: ti.i32, pb: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3, d: rvec3, H: ti.template()):
+        """The off-diagonal block of a run of rows between two mobile bodies (add_hessian), in
+        the lower triangle: block row max(pa, pb)."""
+        ASb = ASa + times_skew(A, d)
+        X = skew_times(d, ASa)
+        if pa > pb:
+            add_block(H, w, pa, pb, -1.0, A, ASb, ASa, SASa + X.transpose(), False)
+        else:
+            add_block(H, w, pb, pa, -1.0, A, ASa, ASb, SASa + X, False)
 
     @ti.func
     def add_hessian(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3,
@@ -218,68 +253,73 @@ def newton_solver(real):
         SASa = sum [r_a,i] A_i [r_a,i]. b's arms are r_a,i + d (the rows share their point), so
         with X = [d] ASa: sum A_i [r_b,i] = ASa + A [d], sum [r_b,i] A_i [r_b,i] = SASa + X + X^T +
         [d] A [d], sum [r_a,i] A_i [r_b,i] = SASa + X^T."""
-        ASb = ASa + times_skew(A, d)
-        X = skew_times(d, ASa)
         if body_inv_mass[wm, a] > 0.0:
-            add_block(H, w, pa, pa, 1.0, A, ASa, ASa, SASa, True)
+            hessian_a(w, pa, A, ASa, SASa, H)
         if body_inv_mass[wm, b] > 0.0:
-            add_block(H, w, pb, pb, 1.0, A, ASb, ASb, SASa + X + X.transpose() + skew_times(d, times_skew(A, d)), True)
+            hessian_b(w, pb, A, ASa, SASa, d, H)
         if body_inv_mass[wm, a] > 0.0 and body_inv_mass[wm, b] > 0.0:
-            if pa > pb:
-                add_block(H, w, pa, pb, -1.0, A, ASb, ASa, SASa + X.transpose(), False)
-            else:
-                add_block(H, w, pb, pa, -1.0, A, ASa, ASb, SASa + X, False)
+            hessian_ab(w, pa, pb, A, ASa, SASa, d, H)
 
     @ti.func
-    def block_update(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32):
-        """H[I, J] -= L[I, K] L[J, K]^T (6x6 blocks at positions; L in H's lower blocks)."""
-        for r, c in ti.ndrange(6, 6):
-            x = ti.cast(0.0, real)
-            for k in ti.static(range(6)):
-                x += H[w, 6 * I + r, 6 * K + k] * H[w, 6 * J + c, 6 * K + k]
-            H[w, 6 * I + r, 6 * J + c] -= x
+    def update_entry(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32, r: ti.i32, c: ti.i32):
+        """Entry (r, c) of H[I, J] -= L[I, K] L[J, K]^T (6x6 blocks at positions; L in H's lower
+        blocks)."""
+        x = ti.cast(0.0, real)
+        for k in ti.static(range(6)):
+            x += H[w, 6 * I + r, 6 * K + k] * H[w, 6 * J + c, 6 * K + k]
+        H[w, 6 * I + r, 6 * J + c] -= x
 
     @ti.func
-    def factor_and_solve(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
-                         padj: ti.template(), rows: ti.template(), row_len: ti.template()):
-        """dv = -H^-1 grad: Jacobi scaling, then a block Cholesky factorisation in place (lower
-        triangle, 6x6 blocks of the filled pattern only: padj[w, I, K] in positions, and rows[w,
-        I, :row_len[w, I]] the K < I of block row I) and two block triangular solves."""
-        N = 6 * B
-        for i in range(N):
-            scale[w, i] = 1.0 / ti.sqrt(H[w, i, i])
-        for I in range(B):
-            for n in range(row_len[w, I] + 1):
-                K = I if n == row_len[w, I] else rows[w, I, n]
-                for r, c in ti.ndrange(6, 6):
-                    H[w, 6 * I + r, 6 * K + c] *= scale[w, 6 * I + r] * scale[w, 6 * K + c]
-        for J in range(B):
-            for n in range(row_len[w, J]):
-                block_update(H, w, J, J, rows[w, J, n])
-            for j in range(6 * J, 6 * J + 6):  # the diagonal block's own factor
-                d = H[w, j, j]
+    def scale_block_row(w: ti.i32, I: ti.i32, H: ti.template(), scale: ti.template(), rows: ti.template(),
+                        row_len: ti.template()):
+        """Jacobi scaling D H D of the pattern blocks of block row I (scale = D, diagonal)."""
+        for n in range(row_len[w, I] + 1):
+            K = I if n == row_len[w, I] else rows[w, I, n]
+            for r, c in ti.ndrange(6, 6):
+                H[w, 6 * I + r, 6 * K + c] *= scale[w, 6 * I + r] * scale[w, 6 * K + c]
+
+    @ti.func
+    def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
+        """The dense Cholesky factor of the (updated) diagonal block J, in place."""
+        for j in range(6 * J, 6 * J + 6):
+            d = H[w, j, j]
+            for k in range(6 * J, j):
+                d -= H[w, j, k] * H[w, j, k]
+            d = ti.sqrt(ti.max(d, tiny))
+            H[w, j, j] = d
+            for i in range(j + 1, 6 * J + 6):
+                x = H[w, i, j]
                 for k in range(6 * J, j):
-                    d -= H[w, j, k] * H[w, j, k]
-                d = ti.sqrt(ti.max(d, tiny))
-                H[w, j, j] = d
-                for i in range(j + 1, 6 * J + 6):
-                    x = H[w, i, j]
-                    for k in range(6 * J, j):
-                        x -= H[w, i, k] * H[w, j, k]
-                    H[w, i, j] = x / d
-            for I in range(J + 1, B):
-                if padj[w, I, J] == 1:
-                    for n in range(row_len[w, I]):
-                        K = rows[w, I, n]
-                        if K < J and padj[w, J, K] == 1:
-                            block_update(H, w, I, J, K)
-                    for r in range(6):  # X L_JJ^T = S, row by row
-                        for jj in range(6):
-                            j = 6 * J + jj
-                            x = H[w, 6 * I + r, j]
-                            for k in range(6 * J, j):
-                                x -= H[w, 6 * I + r, k] * H[w, j, k]
-                            H[w, 6 * I + r, j] = x / H[w, j, j]
+                    x -= H[w, i, k] * H[w, j, k]
+                H[w, i, j] = x / d
+
+    @ti.func
+    def solve_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template()):
+        """Row r of the factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S."""
+        for jj in range(6):
+            j = 6 * J + jj
+            x = H[w, 6 * I + r, j]
+            for k in range(6 * J, j):
+                x -= H[w, 6 * I + r, k] * H[w, j, k]
+            H[w, 6 * I + r, j] = x / H[w, j, j]
+
+    @ti.func
+    def factor_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template(), padj: ti.template(), rows: ti.template(),
+                   row_len: ti.template()):
+        """Row r of the factor's block L[I, J] (I > J, on the pattern): the updates by the
+        columns K < J that I and J share, then solve_row. The rows of every I are independent
+        (they read only columns K <= J, already factored)."""
+        for n in range(row_len[w, I]):
+            K = rows[w, I, n]
+            if K < J and padj[w, J, K] == 1:
+                for c in range(6):
+                    update_entry(H, w, I, J, K, r, c)
+        solve_row(w, I, J, r, H)
+
+    @ti.func
+    def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
+                          padj: ti.template(), rows: ti.template(), row_len: ti.template()):
+        """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks)."""
         for I in range(B):  # forward: L y = -D grad
             for r in range(6):
                 dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
@@ -311,8 +351,198 @@ def newton_solver(real):
                 for k in range(i + 1, 6 * I + 6):
                     x -= H[w, k, i] * dv[w, k]
                 dv[w, i] = x / H[w, i, i]
-        for i in range(N):
+        for i in range(6 * B):
             dv[w, i] *= scale[w, i]
+
+    @ti.func
+    def factor_and_solve(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
+                         padj: ti.template(), rows: ti.template(), row_len: ti.template()):
+        """dv = -H^-1 grad: Jacobi scaling, then a block Cholesky factorisation in place (lower
+        triangle, 6x6 blocks of the filled pattern only: padj[w, I, K] in positions, and rows[w,
+        I, :row_len[w, I]] the K < I of block row I) and two block triangular solves."""
+        for i in range(6 * B):
+            scale[w, i] = 1.0 / ti.sqrt(H[w, i, i])
+        for I in range(B):
+            scale_block_row(w, I, H, scale, rows, row_len)
+        for J in range(B):
+            for n in range(row_len[w, J]):
+                K = rows[w, J, n]
+                for r, c in ti.ndrange(6, 6):
+                    update_entry(H, w, J, J, K, r, c)
+            factor_diagonal(w, J, H)
+            for I in range(J + 1, B):  # factor_row's arithmetic, all six rows' updates first
+                if padj[w, I, J] == 1:
+                    for n in range(row_len[w, I]):
+                        K = rows[w, I, n]
+                        if K < J and padj[w, J, K] == 1:
+                            for r, c in ti.ndrange(6, 6):
+                                update_entry(H, w, I, J, K, r, c)
+                    for r in range(6):
+                        solve_row(w, I, J, r, H)
+        triangular_solves(w, B, H, grad, dv, scale, padj, rows, row_len)
+
+    @ti.func
+    def zero_block_row(w: ti.i32, I: ti.i32, H: ti.template(), rows: ti.template(), row_len: ti.template()):
+        """Zero the pattern blocks of block row I of H."""
+        for n in range(row_len[w, I] + 1):
+            K = I if n == row_len[w, I] else rows[w, I, n]
+            for r, s in ti.ndrange(6, 6):
+                H[w, 6 * I + r, 6 * K + s] = 0.0
+
+    @ti.func
+    def mass_terms(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), vs: ti.template(), body_inv_mass: ti.template(),
+                   body_inv_inertia_W: ti.template(), grad: ti.template(), H: ti.template()):
+        """Body b's (at offset p = 6 position) gradient M (v - v*) and diagonal block M of l
+        (identity and zero gradient for an immobile body: it keeps its velocity)."""
+        inv_m = ti.cast(body_inv_mass[wm, b], real)
+        if inv_m > 0.0:
+            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+            dvl = rvec3(0.0)
+            dwl = rvec3(0.0)
+            for k in ti.static(range(3)):
+                dvl[k] = v[w, p + k] - vs[w, p + k]
+                dwl[k] = v[w, p + 3 + k] - vs[w, p + 3 + k]
+            Iw = I_W @ dwl
+            for k in ti.static(range(3)):
+                grad[w, p + k] = dvl[k] / inv_m
+                grad[w, p + 3 + k] = Iw[k]
+                H[w, p + k, p + k] = 1.0 / inv_m
+            for r, s in ti.static(ti.ndrange(3, 3)):
+                H[w, p + 3 + r, p + 3 + s] = I_W[r, s]
+        else:
+            for k in ti.static(range(6)):
+                grad[w, p + k] = 0.0
+                H[w, p + k, p + k] = 1.0
+
+    @ti.func
+    def contact_terms(u: rvec3, g: real, reg: contact_reg, modified: ti.i32, F: rmat3, ra: rvec3, rb: rvec3):
+        """One contact's impulse and curvature in the world frame: f = F^T gamma (on b), its
+        moments ra x f and rb x f, A = F^T G F, A [ra] and [ra] A [ra] (add_hessian's sums)."""
+        gamma, G = response(u, g, reg, modified)
+        f = F.transpose() @ gamma
+        A = F.transpose() @ G @ F
+        AS = times_skew(A, ra)
+        return f, ra.cross(f), rb.cross(f), A, AS, skew_times(ra, AS)
+
+    @ti.func
+    def bilateral_row(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                      b_law: ti.template(), body_inv_mass: ti.template(), pos: ti.template(), v: ti.template()):
+        """Bilateral row j at the iterate v: (pa, pb) block positions, (mobile_a, mobile_b),
+        its Jacobians (ja, jb) and (gamma, G) of its law."""
+        ids = b_ids[j]
+        a, b = ids[ID_A], ids[ID_B]
+        mobile_a = a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0
+        mobile_b = body_inv_mass[wm, b] > 0.0
+        pa = pos[w, ti.max(a, 0)]
+        pb = pos[w, b]
+        ja, jb = ti.cast(b_Ja[j], real), ti.cast(b_Jb[j], real)
+        u = row_u(w, 6 * pa if a >= 0 else -1, 6 * pb, ja, jb, v)
+        gamma, G = bilateral_response(u, b_law[j])
+        return pa, pb, mobile_a, mobile_b, ja, jb, gamma, G
+
+    @ti.func
+    def bilateral_impulse(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                          b_law: ti.template(), body_inv_mass: ti.template(), pos: ti.template(), v: ti.template()) -> real:
+        """Bilateral row j's impulse gamma [N s] at the iterate v."""
+        _pa, _pb, _ma, _mb, _ja, _jb, gamma, _G = bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, pos, v)
+        return gamma
+
+    @ti.func
+    def bilateral_side(w: ti.i32, p: ti.i32, jac: rvec6, gamma: real, G: real, grad: ti.template(), H: ti.template()):
+        """One mobile body's part of a bilateral row: grad -= jac gamma, its diagonal block
+        += G jac jac^T."""
+        for k in ti.static(range(6)):
+            grad[w, 6 * p + k] -= jac[k] * gamma
+        add_outer(H, w, p, p, G, jac, jac, True)
+
+    @ti.func
+    def bilateral_pair(w: ti.i32, pa: ti.i32, pb: ti.i32, ja: rvec6, jb: rvec6, G: real, H: ti.template()):
+        """The off-diagonal block of a bilateral row between two mobile bodies (lower triangle)."""
+        if pa > pb:
+            add_outer(H, w, pa, pb, G, ja, jb, False)
+        else:
+            add_outer(H, w, pb, pa, G, jb, ja, False)
+
+    @ti.func
+    def mass_directional(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), vs: ti.template(), dv: ti.template(),
+                         body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), dMd: real, dMv: real):
+        """(dMd, dMv) plus body b's terms of dv^T M dv and dv^T M (v - v*) (the quadratic part
+        of the line search's phi'(alpha)); an immobile body adds none."""
+        inv_m = ti.cast(body_inv_mass[wm, b], real)
+        sum_d, sum_v = dMd, dMv
+        if inv_m > 0.0:
+            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+            dvl = rvec3(dv[w, p], dv[w, p + 1], dv[w, p + 2])
+            dwl = rvec3(dv[w, p + 3], dv[w, p + 4], dv[w, p + 5])
+            xv = rvec3(v[w, p] - vs[w, p], v[w, p + 1] - vs[w, p + 1], v[w, p + 2] - vs[w, p + 2])
+            xw = rvec3(v[w, p + 3] - vs[w, p + 3], v[w, p + 4] - vs[w, p + 4], v[w, p + 5] - vs[w, p + 5])
+            Idw = I_W @ dwl
+            sum_d += dvl.dot(dvl) / inv_m + dwl.dot(Idw)
+            sum_v += dvl.dot(xv) / inv_m + Idw.dot(xw)
+        return sum_d, sum_v
+
+    @ti.func
+    def bilateral_directional(w: ti.i32, j: ti.i32, alpha: real, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                              b_law: ti.template(), pos: ti.template(), v: ti.template(), dv: ti.template()):
+        """Bilateral row j's terms (-gamma jd, G jd^2) of phi'(alpha) and phi''(alpha), jd = J dv."""
+        ids = b_ids[j]
+        a = ids[ID_A]
+        pa = 6 * pos[w, ti.max(a, 0)] if a >= 0 else -1
+        pb = 6 * pos[w, ids[ID_B]]
+        ja, jb = ti.cast(b_Ja[j], real), ti.cast(b_Jb[j], real)
+        jd = row_u(w, pa, pb, ja, jb, dv)
+        gamma, G = bilateral_response(row_u(w, pa, pb, ja, jb, v) + alpha * jd, b_law[j])
+        return -(gamma * jd), G * jd * jd
+
+    @ti.func
+    def step_body(w: ti.i32, b: ti.i32, p: ti.i32, alpha: real, v: ti.template(), dv: ti.template(), body_reach: ti.template()):
+        """v += alpha dv for body b (at offset p); returns how far its points moved [m/s]
+        (cone.body_change)."""
+        step_v = alpha * rvec3(dv[w, p], dv[w, p + 1], dv[w, p + 2])
+        step_w = alpha * rvec3(dv[w, p + 3], dv[w, p + 4], dv[w, p + 5])
+        for k in ti.static(range(3)):
+            v[w, p + k] += step_v[k]
+            v[w, p + 3 + k] += step_w[k]
+        return ti.cast(body_change(ti.cast(step_v, float), ti.cast(step_w, float), body_reach[b]), real)
+
+    @ti.func
+    def step_contact(c: ti.i32, alpha: real, c_u: ti.template(), c_jdv: ti.template(), c_reg: ti.template(),
+                     c_bound: ti.template()):
+        """u += alpha J dv for contact c, then its bound g = mu gamma_n(u)."""
+        u = c_u[c] + alpha * c_jdv[c]
+        c_u[c] = u
+        reg = c_reg[c]
+        gamma_n = ti.max(ti.cast(reg[R_VHAT], real) - u[2], 0.0) / ti.cast(reg[R_RN], real)
+        c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
+
+    @ti.func
+    def load_velocity(w: ti.i32, b: ti.i32, p: ti.i32, body_vc: ti.template(), body_wc: ti.template(), v: ti.template()):
+        """v[w, p:p + 6] = body b's (v, w) in `real`."""
+        for k in ti.static(range(3)):
+            v[w, p + k] = ti.cast(body_vc[w, b][k], real)
+            v[w, p + 3 + k] = ti.cast(body_wc[w, b][k], real)
+
+    @ti.func
+    def store_velocity(w: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), body_vc: ti.template(), body_wc: ti.template()):
+        """Body b's (v, w) = v[w, p:p + 6], in the state's precision."""
+        body_vc[w, b] = ti.cast(rvec3(v[w, p], v[w, p + 1], v[w, p + 2]), float)
+        body_wc[w, b] = ti.cast(rvec3(v[w, p + 3], v[w, p + 4], v[w, p + 5]), float)
+
+    @ti.func
+    def warm_start_bilateral(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                             b_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
+                             body_inv_inertia_W: ti.template()):
+        """v += M^-1 J^T gamma0 of bilateral row j (its impulse of the previous solve)."""
+        ids = b_ids[j]
+        for side in ti.static(range(2)):
+            body = ids[ID_A] if side == 0 else ids[ID_B]
+            jac = b_Ja[j] if side == 0 else b_Jb[j]
+            if body >= 0 and body_inv_mass[wm, ti.max(body, 0)] > 0.0:
+                g = b_gamma[j]
+                lin = vec3(jac[0], jac[1], jac[2]) * g
+                ang = vec3(jac[3], jac[4], jac[5]) * g
+                body_vc[w, body] = body_vc[w, body] + body_inv_mass[wm, body] * lin
+                body_wc[w, body] = body_wc[w, body] + body_inv_inertia_W[w, body] @ ang
 
     @ti.func
     def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
@@ -364,6 +594,16 @@ def newton_solver(real):
                     newton_rows[w, I, n] = K
                     n += 1
             newton_row_len[w, I] = n
+
+    return types.SimpleNamespace(**locals())
+
+
+@functools.lru_cache(maxsize=None)
+def newton_solver(real):
+    """The Newton solve kernel of the world schedule, with arithmetic in `real` (ti.f64 or
+    ti.f32), made once per type."""
+    f = newton_funcs(real)
+    rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.kernel
     def solve_newton(
@@ -428,68 +668,32 @@ def newton_solver(real):
             evaluations = 0
             if world_status[w] == 0:
                 wm = w % body_inv_mass.shape[0]
-                order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
-                             newton_padj, newton_rows, newton_row_len)
+                f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
+                               newton_padj, newton_rows, newton_row_len)
                 for b in range(B):
-                    p = 6 * newton_pos[w, b]
-                    for k in ti.static(range(3)):
-                        newton_vs[w, p + k] = ti.cast(body_vc[w, b][k], real)
-                        newton_vs[w, p + 3 + k] = ti.cast(body_wc[w, b][k], real)
+                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
                 for c in range(start, end):  # v0 = v* + M^-1 J^T gamma0 (the warm start), g0 = mu gamma0_n
                     ids = c_ids[c]
                     apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
                                         body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
                     c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
                 for j in range(jstart, jend):  # and + M^-1 J^T gamma0 of the bilateral rows
-                    ids = b_ids[j]
-                    for side in ti.static(range(2)):
-                        body = ids[ID_A] if side == 0 else ids[ID_B]
-                        jac = b_Ja[j] if side == 0 else b_Jb[j]
-                        if body >= 0 and body_inv_mass[wm, ti.max(body, 0)] > 0.0:
-                            g = b_gamma[j]
-                            lin = vec3(jac[0], jac[1], jac[2]) * g
-                            ang = vec3(jac[3], jac[4], jac[5]) * g
-                            body_vc[w, body] = body_vc[w, body] + body_inv_mass[wm, body] * lin
-                            body_wc[w, body] = body_wc[w, body] + body_inv_inertia_W[w, body] @ ang
+                    f.warm_start_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
                 for b in range(B):
-                    p = 6 * newton_pos[w, b]
-                    for k in ti.static(range(3)):
-                        newton_v[w, p + k] = ti.cast(body_vc[w, b][k], real)
-                        newton_v[w, p + 3 + k] = ti.cast(body_wc[w, b][k], real)
+                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
                 for c in range(start, end):  # u = J v, then kept up to date with each step
                     ids = c_ids[c]
-                    c_u[c] = contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
-                                       ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+                    c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
+                                         ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
                 while it < iterations:
                     modified = 1 if it < MODIFIED_ITERATIONS else 0
                     # Gradient and Hessian: M first (identity rows for immobile bodies), then
                     # the contacts; only the blocks of the factor's pattern are touched.
                     for I in range(B):
-                        for n in range(newton_row_len[w, I] + 1):
-                            K = I if n == newton_row_len[w, I] else newton_rows[w, I, n]
-                            for r, s in ti.ndrange(6, 6):
-                                newton_H[w, 6 * I + r, 6 * K + s] = 0.0
+                        f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
                     for b in range(B):
-                        p = 6 * newton_pos[w, b]
-                        inv_m = ti.cast(body_inv_mass[wm, b], real)
-                        if inv_m > 0.0:
-                            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
-                            dvl = rvec3(0.0)
-                            dwl = rvec3(0.0)
-                            for k in ti.static(range(3)):
-                                dvl[k] = newton_v[w, p + k] - newton_vs[w, p + k]
-                                dwl[k] = newton_v[w, p + 3 + k] - newton_vs[w, p + 3 + k]
-                            Iw = I_W @ dwl
-                            for k in ti.static(range(3)):
-                                newton_grad[w, p + k] = dvl[k] / inv_m
-                                newton_grad[w, p + 3 + k] = Iw[k]
-                                newton_H[w, p + k, p + k] = 1.0 / inv_m
-                            for r, s in ti.static(ti.ndrange(3, 3)):
-                                newton_H[w, p + 3 + r, p + 3 + s] = I_W[r, s]
-                        else:
-                            for k in ti.static(range(6)):
-                                newton_grad[w, p + k] = 0.0
-                                newton_H[w, p + k, p + k] = 1.0
+                        f.mass_terms(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
+                                     newton_grad, newton_H)
                     # Rows come grouped by pair (mostly): each run of rows of one pair is summed
                     # here and written once (the gradient exactly; the Hessian with b's arms
                     # taken as a's plus the run's first offset, which changes only the step).
@@ -502,10 +706,10 @@ def newton_solver(real):
                         ids = c_ids[c] if c < end else ivec4(-1)
                         if ids[ID_PAIR] != pair or c == end:
                             if pair >= 0:
-                                add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
-                                             newton_grad)
-                                add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
-                                            newton_H)
+                                f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
+                                               newton_grad)
+                                f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
+                                              newton_H)
                             pair = ids[ID_PAIR]
                             if c < end:
                                 run_a, run_b = ids[ID_A], ids[ID_B]
@@ -514,45 +718,28 @@ def newton_solver(real):
                                 sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
                                 sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
                         if c < end:
-                            F = ti.cast(c_frame[c], real)
-                            ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                            gamma, G = response(c_u[c], c_bound[c], c_reg[c], modified)
+                            cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
+                                                                          ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
+                                                                          ti.cast(c_rb[c], real))
                             evaluations += 1
-                            f = F.transpose() @ gamma
-                            A = F.transpose() @ G @ F
-                            AS = times_skew(A, ra)
-                            sum_A += A
-                            sum_AS += AS
-                            sum_SAS += skew_times(ra, AS)
-                            sum_f += f
-                            sum_ta += ra.cross(f)
-                            sum_tb += rb.cross(f)
+                            sum_A += cA
+                            sum_AS += cAS
+                            sum_SAS += cSAS
+                            sum_f += cf
+                            sum_ta += cta
+                            sum_tb += ctb
                     for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
-                        ids = b_ids[j]
-                        a, b = ids[ID_A], ids[ID_B]
-                        mobile_a = a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0
-                        mobile_b = body_inv_mass[wm, b] > 0.0
-                        pa = newton_pos[w, ti.max(a, 0)]
-                        pb = newton_pos[w, b]
-                        ja, jb = ti.cast(b_Ja[j], real), ti.cast(b_Jb[j], real)
-                        u = row_u(w, 6 * pa if a >= 0 else -1, 6 * pb, ja, jb, newton_v)
-                        gamma, G = bilateral_response(u, b_law[j])
+                        pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
+                                                                                        body_inv_mass, newton_pos, newton_v)
                         evaluations += 1
                         if mobile_a:
-                            for k in ti.static(range(6)):
-                                newton_grad[w, 6 * pa + k] -= ja[k] * gamma
-                            add_outer(newton_H, w, pa, pa, G, ja, ja, True)
+                            f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
                         if mobile_b:
-                            for k in ti.static(range(6)):
-                                newton_grad[w, 6 * pb + k] -= jb[k] * gamma
-                            add_outer(newton_H, w, pb, pb, G, jb, jb, True)
+                            f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
                         if mobile_a and mobile_b:
-                            if pa > pb:
-                                add_outer(newton_H, w, pa, pb, G, ja, jb, False)
-                            else:
-                                add_outer(newton_H, w, pb, pa, G, jb, ja, False)
-                    factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
-                                     newton_row_len)
+                            f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                    f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
+                                       newton_row_len)
                     # Line search on phi(alpha) = l(v + alpha dv; g).
                     d0 = ti.cast(0.0, real)
                     # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
@@ -562,25 +749,13 @@ def newton_solver(real):
                     for i in range(6 * B):
                         d0 += newton_grad[w, i] * newton_dv[w, i]
                     for b in range(B):
-                        p = 6 * newton_pos[w, b]
-                        inv_m = ti.cast(body_inv_mass[wm, b], real)
-                        if inv_m > 0.0:
-                            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
-                            dvl = rvec3(newton_dv[w, p], newton_dv[w, p + 1], newton_dv[w, p + 2])
-                            dwl = rvec3(newton_dv[w, p + 3], newton_dv[w, p + 4], newton_dv[w, p + 5])
-                            xv = rvec3(newton_v[w, p] - newton_vs[w, p], newton_v[w, p + 1] - newton_vs[w, p + 1],
-                                       newton_v[w, p + 2] - newton_vs[w, p + 2])
-                            xw = rvec3(newton_v[w, p + 3] - newton_vs[w, p + 3], newton_v[w, p + 4] - newton_vs[w, p + 4],
-                                       newton_v[w, p + 5] - newton_vs[w, p + 5])
-                            Idw = I_W @ dwl
-                            dMd += dvl.dot(dvl) / inv_m + dwl.dot(Idw)
-                            dMv += dvl.dot(xv) / inv_m + Idw.dot(xw)
+                        dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
+                                                      body_inv_mass, body_inv_inertia_W, dMd, dMv)
                     for c in range(start, end):
                         ids = c_ids[c]
                         pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
-                        F = ti.cast(c_frame[c], real)
-                        ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                        c_jdv[c] = contact_u(w, pa, pb, F, ra, rb, newton_dv)
+                        c_jdv[c] = f.contact_u(w, pa, pb, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
+                                               newton_dv)
                     alpha = ti.cast(1.0, real)
                     if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
                         alpha = 0.0
@@ -591,19 +766,14 @@ def newton_solver(real):
                             d2 = dMd
                             for c in range(start, end):
                                 jdv = c_jdv[c]
-                                dd1, dd2 = directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
+                                dd1, dd2 = f.directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
                                 d1 += dd1
                                 d2 += dd2
                             for j in range(jstart, jend):
-                                ids = b_ids[j]
-                                a = ids[ID_A]
-                                pa = 6 * newton_pos[w, ti.max(a, 0)] if a >= 0 else -1
-                                pb = 6 * newton_pos[w, ids[ID_B]]
-                                ja, jb = ti.cast(b_Ja[j], real), ti.cast(b_Jb[j], real)
-                                jd = row_u(w, pa, pb, ja, jb, newton_dv)
-                                gamma, G = bilateral_response(row_u(w, pa, pb, ja, jb, newton_v) + alpha * jd, b_law[j])
-                                d1 -= gamma * jd
-                                d2 += G * jd * jd
+                                dd1, dd2 = f.bilateral_directional(w, j, alpha, b_ids, b_Ja, b_Jb, b_law, newton_pos, newton_v,
+                                                                   newton_dv)
+                                d1 += dd1
+                                d2 += dd2
                             evaluations += end - start + jend - jstart
                             if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
                                 break
@@ -622,38 +792,21 @@ def newton_solver(real):
                     # Step, bounds, stopping test.
                     change = ti.cast(0.0, real)
                     for b in range(B):
-                        p = 6 * newton_pos[w, b]
-                        step_v = alpha * rvec3(newton_dv[w, p], newton_dv[w, p + 1], newton_dv[w, p + 2])
-                        step_w = alpha * rvec3(newton_dv[w, p + 3], newton_dv[w, p + 4], newton_dv[w, p + 5])
-                        for k in ti.static(range(3)):
-                            newton_v[w, p + k] += step_v[k]
-                            newton_v[w, p + 3 + k] += step_w[k]
-                        moved = body_change(ti.cast(step_v, float), ti.cast(step_w, float), body_reach[b])
-                        change = ti.max(change, ti.cast(moved, real))
+                        change = ti.max(change, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))
                     for c in range(start, end):
-                        u = c_u[c] + alpha * c_jdv[c]
-                        c_u[c] = u
-                        reg = c_reg[c]
-                        gamma_n = ti.max(ti.cast(reg[R_VHAT], real) - u[2], 0.0) / ti.cast(reg[R_RN], real)
-                        c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
+                        f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
                     it += 1
                     if change <= tolerance:
                         break
                 # The solution: velocities and the impulses of the regularised law at it.
                 for b in range(B):
-                    p = 6 * newton_pos[w, b]
-                    body_vc[w, b] = ti.cast(rvec3(newton_v[w, p], newton_v[w, p + 1], newton_v[w, p + 2]), float)
-                    body_wc[w, b] = ti.cast(rvec3(newton_v[w, p + 3], newton_v[w, p + 4], newton_v[w, p + 5]), float)
+                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_v, body_vc, body_wc)
                 for c in range(start, end):
-                    gamma, _ = response(c_u[c], c_bound[c], c_reg[c], 0)
+                    gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
                     c_gamma[c] = ti.cast(gamma, float)
                 for j in range(jstart, jend):
-                    ids = b_ids[j]
-                    a = ids[ID_A]
-                    u = row_u(w, 6 * newton_pos[w, ti.max(a, 0)] if a >= 0 else -1, 6 * newton_pos[w, ids[ID_B]], ti.cast(b_Ja[j], real),
-                              ti.cast(b_Jb[j], real), newton_v)
-                    gamma, _ = bilateral_response(u, b_law[j])
-                    b_gamma[j] = ti.cast(gamma, float)
+                    b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
+                                                             newton_v), float)
             world_iterations[w] = it
             world_residual[w] = ti.cast(change, float)
             world_contacts[w] = end - start

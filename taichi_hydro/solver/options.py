@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from ..errors import SceneError
 from ..scene import SolverSettings
 
-__all__ = ["SolverOptions"]
+__all__ = ["SolverOptions", "BLOCK_ARCHS"]
+
+BLOCK_ARCHS = ("cuda", "vulkan")
+"""Backends with thread blocks and block barriers (Taichi's ti.simt.block): the block schedule."""
 
 
 @dataclass(frozen=True)
@@ -15,7 +18,7 @@ class SolverOptions:
     """Resolved solver options (scene.SolverSettings documents each key).
 
     Compile-time (kernels specialise on them with ti.static; each combination compiles once):
-    schedule ("world" | "contact"), method ("jacobi" | "accelerated" | "gauss_seidel" | "newton"),
+    schedule ("world" | "contact" | "block"), method ("jacobi" | "accelerated" | "gauss_seidel" | "newton"),
     coulomb (the De Saxce term), sleep (Gauss-Seidel only), deterministic, warm_start,
     patch_point (one point contact per patch: [solver] contact = "point").
     Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
@@ -37,18 +40,26 @@ class SolverOptions:
     @staticmethod
     def resolve(settings: SolverSettings, arch: str, source: str = "<scene>", joints: bool = False) -> "SolverOptions":
         """"auto" becomes the backend's default: the contact schedule with accelerated Jacobi
-        on cuda, the world schedule with Gauss-Seidel elsewhere; Newton on the world schedule
-        for a scene with joints (the only method that solves their rows)."""
+        on cuda, the world schedule with Gauss-Seidel elsewhere; Newton for a scene with joints
+        (the only method that solves their rows) and with schedule "block". Newton runs on the
+        block schedule (one block of threads per world, solver.newton_block) on cuda and vulkan
+        and on the world schedule on cpu, which has no thread blocks: schedule "block" on cpu is
+        refused."""
         schedule = settings.schedule
+        if schedule == "block" and arch not in BLOCK_ARCHS:
+            raise SceneError(f"{source}: [solver] schedule \"block\" needs thread blocks (cuda or vulkan), not arch {arch}; "
+                             "use schedule \"world\"")
         if schedule == "auto":
             schedule = "contact" if arch == "cuda" else "world"
         method = settings.method
-        if joints and method == "auto":
+        if (joints or settings.schedule == "block") and method == "auto":
             method = "newton"
         if joints and method != "newton":
             raise SceneError(f"{source}: [solver] method {method}: the scene has joints, which only method newton solves")
         if method == "newton" and settings.schedule == "auto":
-            schedule = "world"
+            schedule = "block" if arch in BLOCK_ARCHS else "world"
+        if schedule == "block" and method != "newton":
+            raise SceneError(f"{source}: [solver] schedule \"block\" runs method newton only, not {method}")
         if method == "auto":
             method = "gauss_seidel" if schedule == "world" else "accelerated"
         if method in ("gauss_seidel", "newton") and schedule == "contact":

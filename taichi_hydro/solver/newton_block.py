@@ -1,0 +1,414 @@
+"""Newton's method on the body velocities ([solver] method = "newton", solver.newton) on the
+block schedule: one block (workgroup) of BLOCK threads per world, cuda and vulkan.
+
+The same algorithm, stopping rule and outputs as the world kernel (solver.newton.newton_solver),
+from the same ti.funcs (newton_funcs); the lanes of a world's block share its passes:
+
+- per contact (lane c mod BLOCK): u = J v, the response and its world-frame terms, J dv, the
+  line search's directional terms, the step of u and of the bound; per body: the mass terms,
+  the step and its change; per block row of the factor: the Jacobi scaling; per row of the
+  blocks L[I, J] below a factored diagonal block J (independent across I); per entry of a
+  diagonal block's update.
+- Assembly without atomics and in the world kernel's order: lanes write each contact's terms,
+  the lane of a run's first contact sums the run in contact order, then the lane that owns a
+  body (b mod BLOCK) adds the runs and bilateral rows that touch it, in row order, into its
+  block row: the gradient and Hessian are the world kernel's to the bit.
+- Sums over lanes (the line search's phi'(alpha), phi''(alpha), grad . dv, the quadratic terms)
+  by a tree of fixed shape in shared memory: deterministic, but summed in another order than
+  the world kernel's (the results agree to round-off); the largest change by the same tree
+  (max is exact).
+- Serial on lane 0, between barriers: the minimum-degree order of the bodies and the warm
+  start (once per solve: both walk the whole row list; the order is a sequential elimination),
+  each 6x6 diagonal factor (21 entries, a dependent chain) and the two block triangular solves
+  (each block row waits on the previous ones; their work is a sixth of the factor's).
+
+Every branch that contains a barrier depends only on block-uniform values (the world's counts,
+the iteration count, the reduced sums that every lane reads back after a barrier, and alpha,
+which every lane computes from them by the same instructions), so all lanes of a block meet
+the same barriers.
+
+Memory ordering: the scratch (newton_H, newton_v, c_u, ...) is in global memory, written by
+one lane and read by others after a barrier. On cuda, Taichi's block.sync is __syncthreads,
+which orders global and shared memory within the block. On SPIR-V, block.sync is an
+OpControlBarrier whose semantics name workgroup memory only (Taichi 1.7.4
+spirv_codegen.cpp, "workgroupBarrier"), and block.mem_sync likewise; so each barrier here first
+issues an integer atomic on newton_fence[w], which Taichi's SPIR-V code generator precedes
+with an OpMemoryBarrier (device scope, UniformMemory | AcquireRelease): GLSL's
+memoryBarrierBuffer(); barrier(); idiom."""
+
+import functools
+
+import taichi as ti
+
+from ..types import ID_A, ID_B, ID_PAIR, R_MU, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
+from .cone import apply_world_impulse
+from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, LINE_SEARCH_RTOL, MODIFIED_ITERATIONS, newton_funcs
+
+__all__ = ["BLOCK", "newton_block_solver"]
+
+BLOCK = 64
+"""Threads per world (a power of two: the tree reductions halve it)."""
+
+
+@functools.lru_cache(maxsize=None)
+def newton_block_solver(real, spirv: bool):
+    """The Newton solve kernel of the block schedule with arithmetic in `real`, for a SPIR-V
+    backend (vulkan: barriers fence global memory explicitly) or cuda; made once per pair."""
+    f = newton_funcs(real)
+    rvec3, rmat3 = f.rvec3, f.rmat3
+
+    @ti.func
+    def barrier(fence: ti.template(), w: ti.i32):
+        """Every lane of the block waits here; global and shared writes before it are seen by
+        every lane after it (see the module's note on memory ordering)."""
+        if ti.static(spirv):
+            ti.atomic_add(fence[w], 0)
+        ti.simt.block.sync()
+
+    @ti.func
+    def block_sum(red: ti.template(), lane: ti.i32, x: real, y: real, z: real, fence: ti.template(), w: ti.i32):
+        """(sum of x, of y, of z) over the block's lanes, in a fixed tree order; every lane gets
+        the same values. (A run-time loop over the tree's levels: one barrier site, which
+        keeps lavapipe's compilation of the kernel short.)"""
+        red[lane] = x
+        red[BLOCK + lane] = y
+        red[2 * BLOCK + lane] = z
+        s = BLOCK // 2
+        while s > 0:
+            barrier(fence, w)
+            if lane < s:
+                for k in ti.static(range(3)):
+                    red[k * BLOCK + lane] = red[k * BLOCK + lane] + red[k * BLOCK + lane + s]
+            s //= 2
+        barrier(fence, w)
+        sx, sy, sz = red[0], red[BLOCK], red[2 * BLOCK]
+        barrier(fence, w)
+        return sx, sy, sz
+
+    @ti.func
+    def block_max(red: ti.template(), lane: ti.i32, x: real, fence: ti.template(), w: ti.i32) -> real:
+        """The largest x over the block's lanes; every lane gets it."""
+        red[lane] = x
+        s = BLOCK // 2
+        while s > 0:
+            barrier(fence, w)
+            if lane < s:
+                red[lane] = ti.max(red[lane], red[lane + s])
+            s //= 2
+        barrier(fence, w)
+        m = red[0]
+        barrier(fence, w)
+        return m
+
+    @ti.func
+    def run_start(c: ti.i32, start: ti.i32, c_ids: ti.template()) -> ti.i32:
+        """1 if contact row c begins a run of rows of one pair (the world kernel's runs)."""
+        first = 0
+        if c == start:
+            first = 1
+        elif c_ids[c][ID_PAIR] != c_ids[c - 1][ID_PAIR]:
+            first = 1
+        return first
+
+    @ti.kernel
+    def solve_newton_block(
+        world_start: nd(dtype=ti.i32, ndim=1),
+        world_status: nd(dtype=ti.i32, ndim=1),
+        c_ids: nd(dtype=ivec4, ndim=1),
+        c_frame: nd(dtype=mat3, ndim=1),
+        c_ra: nd(dtype=vec3, ndim=1),
+        c_rb: nd(dtype=vec3, ndim=1),
+        c_reg: nd(dtype=contact_reg, ndim=1),
+        c_gamma: nd(dtype=vec3, ndim=1),
+        bilateral_start: nd(dtype=ti.i32, ndim=1),
+        b_ids: nd(dtype=ivec4, ndim=1),
+        b_Ja: nd(dtype=vec6, ndim=1),
+        b_Jb: nd(dtype=vec6, ndim=1),
+        b_law: nd(dtype=vec4, ndim=1),
+        b_gamma: nd(dtype=float, ndim=1),
+        body_vc: nd(dtype=vec3, ndim=2),
+        body_wc: nd(dtype=vec3, ndim=2),
+        body_reach: nd(dtype=float, ndim=1),
+        body_inv_mass: nd(dtype=float, ndim=2),
+        body_inv_inertia_W: nd(dtype=mat3, ndim=2),
+        newton_H: nd(dtype=real, ndim=3),
+        newton_v: nd(dtype=real, ndim=2),
+        newton_vs: nd(dtype=real, ndim=2),
+        newton_grad: nd(dtype=real, ndim=2),
+        newton_dv: nd(dtype=real, ndim=2),
+        newton_scale: nd(dtype=real, ndim=2),
+        newton_adj: nd(dtype=ti.i32, ndim=3),
+        newton_pos: nd(dtype=ti.i32, ndim=2),
+        newton_deg: nd(dtype=ti.i32, ndim=2),
+        newton_padj: nd(dtype=ti.i32, ndim=3),
+        newton_rows: nd(dtype=ti.i32, ndim=3),
+        newton_row_len: nd(dtype=ti.i32, ndim=2),
+        newton_fence: nd(dtype=ti.i32, ndim=1),
+        c_bound: nd(dtype=real, ndim=1),
+        c_u: nd(dtype=rvec3, ndim=1),
+        c_jdv: nd(dtype=rvec3, ndim=1),
+        c_f: nd(dtype=rvec3, ndim=1),
+        c_ta: nd(dtype=rvec3, ndim=1),
+        c_tb: nd(dtype=rvec3, ndim=1),
+        c_A: nd(dtype=rmat3, ndim=1),
+        c_AS: nd(dtype=rmat3, ndim=1),
+        c_SAS: nd(dtype=rmat3, ndim=1),
+        world_iterations: nd(dtype=ti.i32, ndim=1),
+        world_residual: nd(dtype=float, ndim=1),
+        world_contacts: nd(dtype=ti.i32, ndim=1),
+        world_updates: nd(dtype=ti.i32, ndim=1),
+        iterations: ti.i32,
+        tolerance: float,
+    ):
+        """One block of BLOCK threads per world. Reads and writes what the world kernel does
+        (solver.newton.newton_solver), with the same scratch, plus per contact row its terms
+        f, r_a x f, r_b x f, A, A [r_a], [r_a] A [r_a] (world frame; at a run's first row, after
+        the run sum, the run's totals) in c_f, c_ta, c_tb, c_A, c_AS, c_SAS, and newton_fence
+        (the SPIR-V barriers' atomic, value unchanged)."""
+        B = body_vc.shape[1]
+        ti.loop_config(block_dim=BLOCK)
+        for i in range((world_start.shape[0] - 1) * BLOCK):
+            w = i // BLOCK
+            lane = i % BLOCK
+            red = ti.simt.block.SharedArray((3 * BLOCK,), real)
+            start, end = world_start[w], world_start[w + 1]
+            jstart, jend = bilateral_start[w], bilateral_start[w + 1]
+            it = 0
+            change = ti.cast(0.0, real)
+            evaluations = 0
+            if world_status[w] == 0:  # block-uniform
+                wm = w % body_inv_mass.shape[0]
+                if lane == 0:
+                    f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos,
+                                   newton_deg, newton_padj, newton_rows, newton_row_len)
+                barrier(newton_fence, w)
+                b = lane
+                while b < B:
+                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
+                    b += BLOCK
+                barrier(newton_fence, w)
+                if lane == 0:  # v0 = v* + M^-1 J^T gamma0 (the warm start): bodies are shared by rows
+                    for c in range(start, end):
+                        ids = c_ids[c]
+                        apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
+                                            body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+                    for j in range(jstart, jend):
+                        f.warm_start_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
+                                               body_inv_inertia_W)
+                c = start + lane
+                while c < end:  # g0 = mu gamma0_n
+                    c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
+                    c += BLOCK
+                barrier(newton_fence, w)
+                b = lane
+                while b < B:
+                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
+                    b += BLOCK
+                barrier(newton_fence, w)
+                c = start + lane
+                while c < end:  # u = J v, then kept up to date with each step
+                    ids = c_ids[c]
+                    c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
+                                         ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+                    c += BLOCK
+                while it < iterations:  # it: block-uniform
+                    modified = 1 if it < MODIFIED_ITERATIONS else 0
+                    # Each lane: the mass terms of its bodies (zeroing their block rows), the
+                    # terms of its contacts.
+                    b = lane
+                    while b < B:
+                        p = newton_pos[w, b]
+                        f.zero_block_row(w, p, newton_H, newton_rows, newton_row_len)
+                        f.mass_terms(w, wm, b, 6 * p, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W, newton_grad,
+                                     newton_H)
+                        b += BLOCK
+                    c = start + lane
+                    while c < end:
+                        cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified, ti.cast(c_frame[c], real),
+                                                                      ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
+                        c_f[c], c_ta[c], c_tb[c] = cf, cta, ctb
+                        c_A[c], c_AS[c], c_SAS[c] = cA, cAS, cSAS
+                        c += BLOCK
+                    evaluations += end - start + jend - jstart
+                    barrier(newton_fence, w)
+                    # The lane of a run's first row: the run's sums, in row order, in place.
+                    c = start + lane
+                    while c < end:
+                        if run_start(c, start, c_ids) == 1:
+                            sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                            sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
+                            pair = c_ids[c][ID_PAIR]
+                            k = c
+                            while k < end:
+                                if c_ids[k][ID_PAIR] != pair:
+                                    break
+                                sum_A += c_A[k]
+                                sum_AS += c_AS[k]
+                                sum_SAS += c_SAS[k]
+                                sum_f += c_f[k]
+                                sum_ta += c_ta[k]
+                                sum_tb += c_tb[k]
+                                k += 1
+                            c_A[c], c_AS[c], c_SAS[c] = sum_A, sum_AS, sum_SAS
+                            c_f[c], c_ta[c], c_tb[c] = sum_f, sum_ta, sum_tb
+                        c += BLOCK
+                    barrier(newton_fence, w)
+                    # The lane that owns a mobile body: the runs and bilateral rows touching it,
+                    # in row order, into its gradient, its diagonal block and the off-diagonal
+                    # blocks of its block row (the pair's body of lower position).
+                    b = lane
+                    while b < B:
+                        if body_inv_mass[wm, b] > 0.0:
+                            pb_own = newton_pos[w, b]
+                            for cr in range(start, end):
+                                ids = c_ids[cr]
+                                a, bb = ids[ID_A], ids[ID_B]
+                                if (a == b or bb == b) and run_start(cr, start, c_ids) == 1:
+                                    pa, pb = newton_pos[w, a], newton_pos[w, bb]
+                                    d = ti.cast(c_rb[cr], real) - ti.cast(c_ra[cr], real)
+                                    if a == b:
+                                        f.add_gradient_side(w, pa, c_f[cr], c_ta[cr], 1, newton_grad)
+                                        f.hessian_a(w, pa, c_A[cr], c_AS[cr], c_SAS[cr], newton_H)
+                                    else:
+                                        f.add_gradient_side(w, pb, c_f[cr], c_tb[cr], -1, newton_grad)
+                                        f.hessian_b(w, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
+                                    other = bb if a == b else a
+                                    if body_inv_mass[wm, other] > 0.0 and newton_pos[w, other] < pb_own:
+                                        f.hessian_ab(w, pa, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
+                            for jr in range(jstart, jend):
+                                ids = b_ids[jr]
+                                if ids[ID_A] == b or ids[ID_B] == b:
+                                    pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(
+                                        w, wm, jr, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos, newton_v)
+                                    if ids[ID_A] == b:
+                                        f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
+                                    else:
+                                        f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
+                                    if mobile_a and mobile_b and ti.max(pa, pb) == pb_own:
+                                        f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                        b += BLOCK
+                    barrier(newton_fence, w)
+                    # Factor: Jacobi scaling, then the block columns J in order.
+                    k = lane
+                    while k < 6 * B:
+                        newton_scale[w, k] = 1.0 / ti.sqrt(newton_H[w, k, k])
+                        k += BLOCK
+                    barrier(newton_fence, w)
+                    k = lane
+                    while k < B:
+                        f.scale_block_row(w, k, newton_H, newton_scale, newton_rows, newton_row_len)
+                        k += BLOCK
+                    barrier(newton_fence, w)
+                    for J in range(B):
+                        if lane < 36:  # one entry of the diagonal block's update each
+                            for n in range(newton_row_len[w, J]):
+                                f.update_entry(newton_H, w, J, J, newton_rows[w, J, n], lane // 6, lane % 6)
+                        barrier(newton_fence, w)
+                        if lane == 0:
+                            f.factor_diagonal(w, J, newton_H)
+                        barrier(newton_fence, w)
+                        k = lane
+                        while k < 6 * (B - J - 1):  # row k % 6 of block L[I, J], I = J + 1 + k // 6
+                            I = J + 1 + k // 6
+                            if newton_padj[w, I, J] == 1:
+                                f.factor_row(w, I, J, k % 6, newton_H, newton_padj, newton_rows, newton_row_len)
+                            k += BLOCK
+                        barrier(newton_fence, w)
+                    if lane == 0:
+                        f.triangular_solves(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
+                                            newton_row_len)
+                    barrier(newton_fence, w)
+                    # Line search on phi(alpha) = l(v + alpha dv; g).
+                    part0 = ti.cast(0.0, real)
+                    k = lane
+                    while k < 6 * B:
+                        part0 += newton_grad[w, k] * newton_dv[w, k]
+                        k += BLOCK
+                    part_d, part_v = ti.cast(0.0, real), ti.cast(0.0, real)
+                    b = lane
+                    while b < B:
+                        part_d, part_v = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
+                                                            body_inv_mass, body_inv_inertia_W, part_d, part_v)
+                        b += BLOCK
+                    c = start + lane
+                    while c < end:
+                        ids = c_ids[c]
+                        c_jdv[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]],
+                                               ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_dv)
+                        c += BLOCK
+                    d0, dMd, dMv = block_sum(red, lane, part0, part_d, part_v, newton_fence, w)
+                    alpha = ti.cast(1.0, real)
+                    if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
+                        alpha = 0.0
+                    else:
+                        lo, hi = ti.cast(0.0, real), ti.cast(ALPHA_MAX, real)
+                        for _ in range(LINE_SEARCH_EVALUATIONS):
+                            p1, p2 = ti.cast(0.0, real), ti.cast(0.0, real)
+                            c = start + lane
+                            while c < end:
+                                jdv = c_jdv[c]
+                                dd1, dd2 = f.directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
+                                p1 += dd1
+                                p2 += dd2
+                                c += BLOCK
+                            j = jstart + lane
+                            while j < jend:
+                                dd1, dd2 = f.bilateral_directional(w, j, alpha, b_ids, b_Ja, b_Jb, b_law, newton_pos, newton_v,
+                                                                   newton_dv)
+                                p1 += dd1
+                                p2 += dd2
+                                j += BLOCK
+                            s1, s2, _unused = block_sum(red, lane, p1, p2, 0.0, newton_fence, w)
+                            d1 = dMv + alpha * dMd + s1
+                            d2 = dMd + s2
+                            evaluations += end - start + jend - jstart
+                            if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
+                                break
+                            if d1 < 0.0:
+                                lo = alpha
+                                if alpha >= ALPHA_MAX:
+                                    break
+                            else:
+                                hi = alpha
+                            nxt = 0.5 * (lo + hi)
+                            if d2 > 0.0:
+                                nxt = alpha - d1 / d2
+                            if not (lo < nxt and nxt < hi):
+                                nxt = 0.5 * (lo + hi)
+                            alpha = nxt
+                    # Step, bounds, stopping test.
+                    moved = ti.cast(0.0, real)
+                    b = lane
+                    while b < B:
+                        moved = ti.max(moved, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))
+                        b += BLOCK
+                    c = start + lane
+                    while c < end:
+                        f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
+                        c += BLOCK
+                    change = block_max(red, lane, moved, newton_fence, w)
+                    it += 1
+                    if change <= tolerance:
+                        break
+                # The solution: velocities and the impulses of the regularised law at it.
+                b = lane
+                while b < B:
+                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_v, body_vc, body_wc)
+                    b += BLOCK
+                c = start + lane
+                while c < end:
+                    gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
+                    c_gamma[c] = ti.cast(gamma, float)
+                    c += BLOCK
+                j = jstart + lane
+                while j < jend:
+                    b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
+                                                             newton_v), float)
+                    j += BLOCK
+            if lane == 0:
+                world_iterations[w] = it
+                world_residual[w] = ti.cast(change, float)
+                world_contacts[w] = end - start
+                world_updates[w] = evaluations
+
+    return solve_newton_block
