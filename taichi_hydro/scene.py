@@ -182,8 +182,8 @@ class SolverSettings:
     schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
       CPU default), "contact" (one thread per contact per iteration: the GPU default),
       "block" (method newton only, cuda and vulkan only: one block of threads per world shares
-      each iteration's passes, see solver.newton_block; the default for newton there, the
-      world schedule being newton's default on cpu).
+      each iteration's passes, see solver.newton_block; the default for newton on cuda, the
+      world schedule being newton's default on cpu and vulkan).
     method ["auto"]: "jacobi" (every contact of a sweep sees the same velocities; with mass
       splitting), "accelerated" (Jacobi with Nesterov momentum and gradient restart, see
       solver.cone: the same sweeps, converging in fewer of them) or "gauss_seidel" (each update

@@ -286,8 +286,8 @@ def test_block_schedule_batch_equals_single_worlds(arch):
 
 def test_block_schedule_is_refused_on_cpu_and_with_other_methods(arch):
     """Schedule "block" on cpu (no thread blocks) and with a projected method are refused with
-    the key and the value, never ignored; newton's default schedule is "block" on cuda and
-    vulkan, "world" on cpu."""
+    the key and the value, never ignored; newton's default schedule is "block" on cuda,
+    "world" on cpu and vulkan (where "block" is selectable)."""
     if arch != "cpu":
         pytest.skip("host-side option checks: run once, on the cpu pass")
     settings = th.SolverSettings(method="newton", schedule="block")
@@ -296,6 +296,7 @@ def test_block_schedule_is_refused_on_cpu_and_with_other_methods(arch):
     assert SolverOptions.resolve(settings, "vulkan").schedule == "block"
     assert SolverOptions.resolve(th.SolverSettings(method="newton"), "cuda").schedule == "block"
     assert SolverOptions.resolve(th.SolverSettings(method="newton"), "cpu").schedule == "world"
+    assert SolverOptions.resolve(th.SolverSettings(method="newton"), "vulkan").schedule == "world"
     assert SolverOptions.resolve(th.SolverSettings(method="newton", schedule="world"), "vulkan").schedule == "world"
     data = {"solver": {"method": "gauss_seidel", "schedule": "block"},
             "body": [{"name": "ball", "mass": 0.1, "shape": {"type": "sphere", "radius": 0.05}}]}

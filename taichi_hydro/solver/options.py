@@ -42,9 +42,11 @@ class SolverOptions:
         """"auto" becomes the backend's default: the contact schedule with accelerated Jacobi
         on cuda, the world schedule with Gauss-Seidel elsewhere; Newton for a scene with joints
         (the only method that solves their rows) and with schedule "block". Newton runs on the
-        block schedule (one block of threads per world, solver.newton_block) on cuda and vulkan
-        and on the world schedule on cpu, which has no thread blocks: schedule "block" on cpu is
-        refused."""
+        block schedule (one block of threads per world, solver.newton_block) on cuda and on the
+        world schedule elsewhere: cpu has no thread blocks (schedule "block" is refused there),
+        and on vulkan the block kernel is selectable but not the default, since Mesa's lavapipe
+        (software Vulkan) takes about 10 minutes to compile it, against about 1 minute for the
+        world kernel."""
         schedule = settings.schedule
         if schedule == "block" and arch not in BLOCK_ARCHS:
             raise SceneError(f"{source}: [solver] schedule \"block\" needs thread blocks (cuda or vulkan), not arch {arch}; "
@@ -57,7 +59,7 @@ class SolverOptions:
         if joints and method != "newton":
             raise SceneError(f"{source}: [solver] method {method}: the scene has joints, which only method newton solves")
         if method == "newton" and settings.schedule == "auto":
-            schedule = "block" if arch in BLOCK_ARCHS else "world"
+            schedule = "block" if arch == "cuda" else "world"
         if schedule == "block" and method != "newton":
             raise SceneError(f"{source}: [solver] schedule \"block\" runs method newton only, not {method}")
         if method == "auto":
