@@ -36,18 +36,15 @@ def energies(sim, state: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     state = sim.get_state() if state is None else state
     host = sim.model.host
     params = sim.parameters()
-    W, B = state["position"].shape[:2]
-    kinetic, potential = np.zeros(W), np.zeros(W)
-    for b in np.flatnonzero(host.body_kind == BODY_DYNAMIC):
-        q = state["orientation"][:, b]
-        R = rotation_matrices(q)
-        com_W = np.einsum("wij,j->wi", R, host.body_com_B[b])
-        omega = state["angular_velocity"][:, b]
-        v_cm = state["velocity"][:, b] + np.cross(omega, com_W)
-        m = params["mass"][:, b]
-        inertia_W = np.einsum("wij,jk,wlk->wil", R, host.body_inertia_B[b], R) * (m / host.body_mass[b])[:, None, None]
-        kinetic += 0.5 * m * np.einsum("wi,wi->w", v_cm, v_cm) + 0.5 * np.einsum("wi,wij,wj->w", omega, inertia_W, omega)
-        potential -= m * np.einsum("wi,wi->w", params["gravity"], state["position"][:, b] + com_W)
+    dyn = np.flatnonzero(host.body_kind == BODY_DYNAMIC)
+    R = rotation_matrices(state["orientation"][:, dyn])  # (W, D, 3, 3)
+    com_W = np.einsum("wdij,dj->wdi", R, host.body_com_B[dyn])
+    omega = state["angular_velocity"][:, dyn]
+    v_cm = state["velocity"][:, dyn] + np.cross(omega, com_W)
+    m = params["mass"][:, dyn]
+    inertia_W = np.einsum("wdij,djk,wdlk->wdil", R, host.body_inertia_B[dyn], R) * (m / host.body_mass[dyn])[:, :, None, None]
+    kinetic = (0.5 * m * np.einsum("wdi,wdi->wd", v_cm, v_cm) + 0.5 * np.einsum("wdi,wdij,wdj->wd", omega, inertia_W, omega)).sum(axis=1)
+    potential = -(m * np.einsum("wi,wdi->wd", params["gravity"], state["position"][:, dyn] + com_W)).sum(axis=1)
     return kinetic, potential
 
 

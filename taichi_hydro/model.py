@@ -12,6 +12,7 @@ pair is an ordinary compliant-rigid one for every kernel."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import taichi as ti
@@ -159,6 +160,20 @@ class ModelData:
     def pair_names(self, p: int) -> tuple[str, str]:
         lo, hi = self.pair_i[p, P_BODY_LO], self.pair_i[p, P_BODY_HI]
         return self.scene.bodies[lo].name, self.scene.bodies[hi].name
+
+    @cached_property
+    def body_pairs(self) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """(names, column): the body pairs that can touch, as (first, second) body names in the
+        order their first geometry pair comes, and for each geometry pair p the index of its
+        body pair in that list, shape (P,) (several geometry pairs can join the same bodies)."""
+        names: list[tuple[str, str]] = []
+        index: dict[tuple[str, str], int] = {}
+        column = np.zeros(self.pair_count, dtype=np.int64)
+        for p in range(self.pair_count):
+            column[p] = index.setdefault(self.pair_names(p), len(index))
+            if column[p] == len(names):
+                names.append(self.pair_names(p))
+        return names, column
 
 
 def _pair_type(ga: Geometry, gb: Geometry) -> tuple[int, bool] | None:
