@@ -32,7 +32,16 @@ def _tet_tet(a: nd(dtype=vec3, ndim=1), b: nd(dtype=vec3, ndim=1), fields: nd(dt
     for _ in range(1):
         ga = vec3(fields[0][0], fields[0][1], fields[0][2])
         gb = vec3(fields[1][0], fields[1][1], fields[1][2])
-        poly, count, n = clip.tet_tet_polygon(a[0], a[1], a[2], a[3], ga, fields[0][3], b[0], b[1], b[2], b[3], gb, fields[1][3])
+        # As the narrow phase composes them: a's slice by the plane where the fields meet,
+        # clipped by b's four faces.
+        n, d, use = clip.meeting_plane(ga, fields[0][3], gb, fields[1][3])
+        use = use * clip.crosses(b[0], b[1], b[2], b[3], n, d)
+        poly = clip.Poly(0.0)
+        count = 0
+        if use == 1:
+            poly, count = clip.slice_tet(a[0], a[1], a[2], a[3], n, d)
+        if count >= 3:
+            poly, count = clip.clip_by_planes(poly, count, clip.tet_face_planes(b[0], b[1], b[2], b[3]), 4)
         for i in range(count):
             out[i] = clip.row(poly, i)
         area = 0.0
@@ -46,7 +55,10 @@ def _tet_tet(a: nd(dtype=vec3, ndim=1), b: nd(dtype=vec3, ndim=1), fields: nd(dt
 @ti.kernel
 def _tri_tet(t: nd(dtype=vec3, ndim=1), a: nd(dtype=vec3, ndim=1), out: nd(dtype=vec3, ndim=1), info: nd(dtype=float, ndim=1)):
     for _ in range(1):
-        poly, count = clip.tri_tet_polygon(t[0], t[1], t[2], a[0], a[1], a[2], a[3])
+        poly = clip.Poly(0.0)
+        for v in ti.static(range(3)):
+            clip.set_row(poly, v, t[v])
+        poly, count = clip.clip_by_planes(poly, 3, clip.tet_face_planes(a[0], a[1], a[2], a[3]), 4)
         poly, count = clip.remove_duplicates(poly, count, 1e-12)
         for i in range(count):
             out[i] = clip.row(poly, i)

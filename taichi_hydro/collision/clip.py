@@ -8,9 +8,11 @@ normal along grad pB - grad pA (out of A into B)."""
 
 import taichi as ti
 
-from ..types import POLY_MAX, poly_vertices, vec3
+from ..types import POLY_MAX, RealMatrix, poly_vertices, vec3
 
 Poly = poly_vertices
+Planes = RealMatrix(4, 4)
+"""Up to four half-spaces n.x <= d, one row (n_x, n_y, n_z, d) each."""
 
 # Vertices closer than this fraction of the element size are merged (Drake uses 1e-14 m in
 # float64; relative, since positions are float32 here).
@@ -147,19 +149,24 @@ def tet_face_plane(a: vec3, b: vec3, c: vec3, opposite: vec3):
 
 
 @ti.func
-def clip_by_tet(poly: Poly, count: ti.i32, x0: vec3, x1: vec3, x2: vec3, x3: vec3):
-    """Clip a convex polygon by the four faces of a tet (face k is opposite vertex k)."""
+def tet_face_planes(x0: vec3, x1: vec3, x2: vec3, x3: vec3) -> Planes:
+    """The tet's four faces as outward half-spaces, one (n, d) row each (face k opposite vertex
+    k): the tet is the set where n_k.x <= d_k for every k."""
     n0, d0 = tet_face_plane(x1, x2, x3, x0)
     n1, d1 = tet_face_plane(x0, x3, x2, x1)
     n2, d2 = tet_face_plane(x0, x1, x3, x2)
     n3, d3 = tet_face_plane(x0, x2, x1, x3)
-    poly, count = clip_by_halfspace(poly, count, n0, d0)
-    if count > 0:
-        poly, count = clip_by_halfspace(poly, count, n1, d1)
-    if count > 0:
-        poly, count = clip_by_halfspace(poly, count, n2, d2)
-    if count > 0:
-        poly, count = clip_by_halfspace(poly, count, n3, d3)
+    return Planes([[n0[0], n0[1], n0[2], d0], [n1[0], n1[1], n1[2], d1], [n2[0], n2[1], n2[2], d2], [n3[0], n3[1], n3[2], d3]])
+
+
+@ti.func
+def clip_by_planes(poly: Poly, count: ti.i32, planes: Planes, n_planes: ti.i32):
+    """Clip a convex polygon by the half-spaces of the first n_planes rows of `planes` in turn
+    (a runtime loop, so that one copy of the clipping code serves a tet's four faces and a
+    single plane alike); stops early once nothing is left."""
+    for k in range(n_planes):
+        if count > 0:
+            poly, count = clip_by_halfspace(poly, count, vec3(planes[k, 0], planes[k, 1], planes[k, 2]), planes[k, 3])
     return poly, count
 
 
@@ -215,44 +222,13 @@ def gradient_along(grad: vec3, direction: vec3) -> ti.i32:
 
 
 @ti.func
-def tet_tet_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float,
-                    b0: vec3, b1: vec3, b2: vec3, b3: vec3, grad_b: vec3, p_b: float):
-    """Contact polygon of compliant tets a and b whose linear fields are p_a + grad_a.x and
-    p_b + grad_b.x: the equal-pressure plane sliced by a (<= 4 vertices) and clipped by b (<= 8).
-    Rejected (count 0) when the gradients agree or either fails Drake's 5*pi/8 angle test, or
-    at once when the plane misses b (a slice of a on it would be clipped away whole).
-    Returns (polygon, count, unit normal out of a into b)."""
+def meeting_plane(grad_a: vec3, p_a: float, grad_b: vec3, p_b: float):
+    """Where compliant a and b (linear fields p_a + grad_a.x and p_b + grad_b.x, about the same
+    local origin) meet: (unit normal out of a into b, offset d with n.x = d, use). use = 0 when
+    the gradients agree or either fails Drake's 5*pi/8 angle test. The polygon is a's slice by
+    this plane, clipped by b (a tet's faces, or the half-space of a slab)."""
     n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
-    poly = Poly(0.0)
-    count = 0
-    if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1 and crosses(b0, b1, b2, b3, n, d) == 1:
-        poly, count = slice_tet(a0, a1, a2, a3, n, d)
-        if count >= 3:
-            poly, count = clip_by_tet(poly, count, b0, b1, b2, b3)
-    return poly, count, n
-
-
-@ti.func
-def tri_tet_polygon(t0: vec3, t1: vec3, t2: vec3, a0: vec3, a1: vec3, a2: vec3, a3: vec3):
-    """The part of triangle (t0, t1, t2) inside tet a (<= 7 vertices)."""
-    poly = Poly(0.0)
-    set_row(poly, 0, t0)
-    set_row(poly, 1, t1)
-    set_row(poly, 2, t2)
-    return clip_by_tet(poly, 3, a0, a1, a2, a3)
-
-
-@ti.func
-def tet_slab_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float, n_plane: vec3, d_plane: float, slab: float):
-    """Compliant tet a against a compliant half-space {n_plane.x <= d_plane} whose pressure is
-    slab * depth (slab = E/H [Pa/m]): the equal-pressure plane sliced by a, clipped to the
-    half-space. Returns (polygon, count, unit normal out of a into the slab)."""
-    grad_b = -slab * n_plane
-    n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, slab * d_plane)
-    poly = Poly(0.0)
-    count = 0
+    use = 0
     if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1:
-        poly, count = slice_tet(a0, a1, a2, a3, n, d)
-        if count >= 3:
-            poly, count = clip_by_halfspace(poly, count, n_plane, d_plane)
-    return poly, count, n
+        use = 1
+    return n, d, use

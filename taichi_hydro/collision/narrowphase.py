@@ -102,113 +102,133 @@ def emit(
 
 
 @ti.func
-def tet_tet(
-    w, pair, ea, eb, flip, Ra, pa, Rb, pb, Xa, Pa, Ga, Xb, Pb, Gb, merge_rel, counts: ti.template(),
-    poly_i: ti.template(), poly_g: ti.template(), poly_c: ti.template(), poly_n: ti.template(),
-    poly_nv: ti.template(), poly_v: ti.template(), poly_vp: ti.template(),
-):
-    """Compliant tet a vs compliant tet b: slice a by the equal-pressure plane, clip by b."""
-    origin = Ra @ vec3(Xa[0, 0], Xa[0, 1], Xa[0, 2]) + pa
-    a0, a1, a2, a3 = tet_local(Xa, Ra, pa - origin)
-    b0, b1, b2, b3 = tet_local(Xb, Rb, pb - origin)
-    grad_a = Ra @ Ga
-    grad_b = Rb @ Gb
-    p_a = Pa[0]  # field of a at the local origin (its vertex 0)
-    p_b = Pb[0] - grad_b.dot(b0)  # field of b at the local origin
-    poly, count, n = clip.tet_tet_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
-    if count >= 3:
-        size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
-        emit(w, pair, ea, eb, poly, count, n, origin, grad_a, p_a, -grad_a.dot(n), grad_b.dot(n), grad_b.norm(), flip,
-             (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+def tet_row(X, i: ti.template()) -> vec3:
+    return vec3(X[i, 0], X[i, 1], X[i, 2])
 
 
 @ti.func
-def tet_tri(
-    w, pair, ea, eb, flip, Ra, pa, Rb, pb, Xa, Pa, Ga, Xt, Nt, merge_rel, deep, counts: ti.template(),
-    poly_i: ti.template(), poly_g: ti.template(), poly_c: ti.template(), poly_n: ti.template(),
-    poly_nv: ti.template(), poly_v: ti.template(), poly_vp: ti.template(),
+def clip_candidate(
+    c, cand: ti.template(), body_p: ti.template(), body_q: ti.template(), geom_i: ti.template(),
+    geom_slab_gradient: ti.template(), pair_i: ti.template(), tet_X_G: ti.template(), tet_p: ti.template(),
+    tet_grad_G: ti.template(), tri_X_G: ti.template(), tri_n_G: ti.template(), geom_scale: ti.template(), merge_rel,
+    pair_deep: ti.template(), counts: ti.template(), poly_i: ti.template(), poly_g: ti.template(), poly_c: ti.template(),
+    poly_n: ti.template(), poly_nv: ti.template(), poly_v: ti.template(), poly_vp: ti.template(),
 ):
-    """Compliant tet a vs rigid triangle b: clip the triangle by the tet; n = -triangle normal.
-    Drake's gradient-angle filter applies unless the pair overlaps deeply (deep = 1: the core
-    of a is inside b, see depth.py), where every face of b inside a is part of the surface."""
-    origin = Ra @ vec3(Xa[0, 0], Xa[0, 1], Xa[0, 2]) + pa
-    a0, a1, a2, a3 = tet_local(Xa, Ra, pa - origin)
-    grad_a = Ra @ Ga
-    n_tri = Rb @ Nt
-    if deep == 1 or clip.gradient_along(grad_a, n_tri) == 1:
-        offset = pb - origin
-        t0 = Rb @ vec3(Xt[0, 0], Xt[0, 1], Xt[0, 2]) + offset
-        t1 = Rb @ vec3(Xt[1, 0], Xt[1, 1], Xt[1, 2]) + offset
-        t2 = Rb @ vec3(Xt[2, 0], Xt[2, 1], Xt[2, 2]) + offset
-        poly, count = clip.tri_tet_polygon(t0, t1, t2, a0, a1, a2, a3)
-        if count >= 3:
-            size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
-            n = -n_tri
-            emit(w, pair, ea, eb, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), INF, INF, flip,
-                 (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
-
-
-@ti.func
-def mesh_plane(
-    w, pair, e, pr, body_p: ti.template(), body_q: ti.template(), geom_i: ti.template(), geom_slab_gradient: ti.template(),
-    tet_X_G: ti.template(), tet_p: ti.template(), tet_grad_G: ti.template(), tri_X_G: ti.template(), tri_n_G: ti.template(),
-    geom_scale: ti.template(), merge_rel, counts: ti.template(), poly_i: ti.template(), poly_g: ti.template(),
-    poly_c: ti.template(), poly_n: ti.template(), poly_nv: ti.template(), poly_v: ti.template(), poly_vp: ti.template(),
-):
-    """Element e of the mesh of planar pair `pair` (pr = pair_i[pair]) against the plane z = 0
-    of the half-space body (solid below): a tet's slice by a rigid plane, a tet's
-    equal-pressure slice with a compliant slab clipped to the slab, a rigid triangle clipped
-    by a slab."""
+    """The polygon of candidate c, appended to the pool. Every pair type takes the same three
+    steps, so that each piece of clipping code appears once in the kernel (Taichi inlines a
+    ti.func at every call site: one call each keeps compilation short):
+      - the starting polygon: the mesh element's slice by a plane (tet-tet: the equal-pressure
+        plane; tet-half-space: the rigid plane; tet-slab: the equal-pressure plane with the
+        slab's field), or a rigid triangle (tet-triangle, slab-triangle);
+      - clipped by up to four half-spaces (tet-tet: b's faces; tet-triangle: a's faces; tet-slab
+        and slab-triangle: the slab's half-space; tet-half-space: none);
+      - emitted with the pressure field of role a (a tet's, or the slab's for slab-triangle).
+    The mesh element belongs to geometry a, except for slab-triangle (the triangle is b's)."""
+    key = cand[c]
+    w, pair, la, lb = key[K_WORLD], key[K_PAIR], key[K_ELEM_A], key[K_ELEM_B]
+    pr = pair_i[pair]
     t = pr[P_TYPE]
-    flip = pr[P_FLIP]
-    ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
-    mesh, half = ga, gb
+    mesh, other = pr[P_GEOM_A], pr[P_GEOM_B]
     if t == PairType.SLAB_TRI:
-        mesh, half = gb, ga
-    bm, bh = geom_i[mesh][G_BODY], geom_i[half][G_BODY]
+        mesh, other = other, mesh
+    bm, bo = geom_i[mesh][G_BODY], geom_i[other][G_BODY]
     Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
-    n_plane = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
-    idx = geom_i[mesh][G_POOL_START] + e
+    Ro, po = quat_to_mat(body_q[w, bo]), body_p[w, bo]
+    idx = geom_i[mesh][G_POOL_START] + la
     ws = w % geom_scale.shape[0]
-    s_mesh, s_half = geom_scale[ws, mesh], geom_scale[ws, half]
+    s_mesh, s_other = geom_scale[ws, mesh], geom_scale[ws, other]
+    planar = t != PairType.TET_TET and t != PairType.TET_TRI
+    n_plane = Ro @ vec3(0.0, 0.0, 1.0)  # planar pairs: the half-space body's plane z = 0 (solid below)
+    slab = s_other * geom_slab_gradient[other]  # E/H of a compliant half-space [Pa/m]
+
+    # Role a's element, relative to a local origin at its vertex 0 (float32 keeps its digits).
+    poly = Poly(0.0)
+    count = 0
+    origin = vec3(0.0)
+    a0, a1, a2, a3 = vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0)
+    grad_a = vec3(0.0)
+    p_a = 0.0
+    size = 0.0
     if t == PairType.SLAB_TRI:
         X = tri_X_G[idx]
-        origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
-        d_plane = n_plane.dot(body_p[w, bh] - origin)  # plane n.x = d_plane, local
-        poly = Poly(0.0)
+        origin = Rm @ tet_row(X, 0) + pm
         for v in ti.static(range(3)):
-            set_row(poly, v, Rm @ vec3(X[v, 0], X[v, 1], X[v, 2]) + (pm - origin))
-        n_tri = Rm @ tri_n_G[idx]
-        slab = s_half * geom_slab_gradient[half]  # E/H
-        grad_a = -slab * n_plane
-        # No gradient-angle filter here (Drake has one): the slab's field is linear
-        # everywhere, and keeping every submerged face makes the force exact buoyancy.
+            set_row(poly, v, Rm @ tet_row(X, v) + (pm - origin))
+        count = 3
         size = (row(poly, 1) - row(poly, 0)).norm()
-        poly, count = clip.clip_by_halfspace(poly, 3, n_plane, d_plane)
-        if count >= 3:
-            n = -n_tri
-            emit(w, pair, 0, e, poly, count, n, origin, grad_a, slab * d_plane, -grad_a.dot(n), INF, INF, flip,
-                 (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
     else:
         X = tet_X_G[idx]
-        Pa = s_mesh * tet_p[idx]
-        origin = Rm @ vec3(X[0, 0], X[0, 1], X[0, 2]) + pm
+        origin = Rm @ tet_row(X, 0) + pm
         a0, a1, a2, a3 = tet_local(X, Rm, pm - origin)
-        d_plane = n_plane.dot(body_p[w, bh] - origin)
         grad_a = Rm @ (s_mesh * tet_grad_G[idx])
+        p_a = (s_mesh * tet_p[idx])[0]  # field of a at the local origin (its vertex 0)
         size = ti.max((a1 - a0).norm(), (a2 - a0).norm(), (a3 - a0).norm())
-        if t == PairType.TET_PLANE:
-            poly, count = clip.slice_tet(a0, a1, a2, a3, n_plane, d_plane)
-            if count >= 3:
-                # Out of the tet (a) into the half-space (b): against the plane normal.
-                emit(w, pair, e, 0, poly, count, -n_plane, origin, grad_a, Pa[0], grad_a.dot(n_plane), INF, INF, flip,
-                     (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
-        else:
-            slab = s_half * geom_slab_gradient[half]
-            poly, count, n = clip.tet_slab_polygon(a0, a1, a2, a3, grad_a, Pa[0], n_plane, d_plane, slab)
-            if count >= 3:
-                emit(w, pair, e, 0, poly, count, n, origin, grad_a, Pa[0], -grad_a.dot(n), -slab * n_plane.dot(n), slab, flip,
-                     (merge_rel * size) ** 2, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+    d_plane = n_plane.dot(po - origin)  # planar pairs: the plane n_plane.x = d_plane, local
+
+    # The starting polygon and the half-spaces that clip it.
+    n = vec3(0.0)  # the polygon's normal, out of a into b
+    g_a, g_b, grad_norm_b = 0.0, INF, INF
+    slice_n, slice_d, use = vec3(0.0), 0.0, 0
+    planes = clip.Planes(0.0)
+    n_planes = 0  # 4: a tet's faces (tet-tet, tet-triangle); 1: the slab's half-space, row 0
+    planes[0, 0] = n_plane[0]
+    planes[0, 1] = n_plane[1]
+    planes[0, 2] = n_plane[2]
+    planes[0, 3] = d_plane
+    c0, c1, c2, c3 = a0, a1, a2, a3  # the tet whose faces clip (n_planes = 4): a, or b for tet-tet
+    ea, eb = la, lb
+    if t == PairType.TET_TET:
+        ib = geom_i[other][G_POOL_START] + lb
+        b0, b1, b2, b3 = tet_local(tet_X_G[ib], Ro, po - origin)
+        grad_b = Ro @ (s_other * tet_grad_G[ib])
+        p_b = (s_other * tet_p[ib])[0] - grad_b.dot(b0)  # field of b at the local origin
+        slice_n, slice_d, use = clip.meeting_plane(grad_a, p_a, grad_b, p_b)
+        use = use * clip.crosses(b0, b1, b2, b3, slice_n, slice_d)
+        c0, c1, c2, c3 = b0, b1, b2, b3
+        n_planes = 4
+        n = slice_n
+        g_a, g_b, grad_norm_b = -grad_a.dot(n), grad_b.dot(n), grad_b.norm()
+    elif t == PairType.TET_TRI:
+        n_tri = Ro @ tri_n_G[geom_i[other][G_POOL_START] + lb]
+        # Drake's gradient-angle filter, unless the pair overlaps deeply (the core of a is
+        # inside b, see depth.py): then every face of b inside a is part of the surface.
+        if pair_deep[w, pair] == 1 or clip.gradient_along(grad_a, n_tri) == 1:
+            Xt = tri_X_G[geom_i[other][G_POOL_START] + lb]
+            for v in ti.static(range(3)):
+                set_row(poly, v, Ro @ tet_row(Xt, v) + (po - origin))
+            count = 3
+        n_planes = 4
+        n = -n_tri
+        g_a = -grad_a.dot(n)
+    elif t == PairType.TET_PLANE:
+        slice_n, slice_d, use = n_plane, d_plane, 1
+        n = -n_plane  # out of the tet (a) into the half-space (b)
+        g_a = grad_a.dot(n_plane)
+    elif t == PairType.TET_SLAB:
+        grad_b = -slab * n_plane
+        slice_n, slice_d, use = clip.meeting_plane(grad_a, p_a, grad_b, slab * d_plane)
+        n_planes = 1
+        n = slice_n
+        g_a, g_b, grad_norm_b = -grad_a.dot(n), -slab * n_plane.dot(n), slab
+    else:  # SLAB_TRI: the slab is a; the rigid triangle, clipped to the slab's half-space, is b
+        # No gradient-angle filter here (Drake has one): the slab's field is linear everywhere,
+        # and keeping every submerged face makes the force exact buoyancy.
+        grad_a = -slab * n_plane
+        p_a = slab * d_plane
+        n_planes = 1
+        n = -(Rm @ tri_n_G[idx])
+        g_a = -grad_a.dot(n)
+        ea, eb = 0, la
+
+    if use == 1:
+        poly, count = clip.slice_tet(a0, a1, a2, a3, slice_n, slice_d)
+    if count >= 3:
+        if n_planes == 4:
+            planes = clip.tet_face_planes(c0, c1, c2, c3)
+        poly, count = clip.clip_by_planes(poly, count, planes, n_planes)
+    if count >= 3:
+        emit(w, pair, ea, eb, poly, count, n, origin, grad_a, p_a, g_a, g_b, grad_norm_b, pr[P_FLIP], (merge_rel * size) ** 2,
+             counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
 
 
 @ti.kernel
@@ -240,28 +260,5 @@ def clip_candidates(
     (depth.pair_depth); appends their polygons."""
     n_cand = ti.min(counts[C_CANDIDATES], cand.shape[0])
     for c in range(n_cand):
-        key = cand[c]
-        w, pair, la, lb = key[K_WORLD], key[K_PAIR], key[K_ELEM_A], key[K_ELEM_B]
-        pr = pair_i[pair]
-        t = pr[P_TYPE]
-        if t != PairType.TET_TET and t != PairType.TET_TRI:
-            mesh_plane(w, pair, la, pr, body_p, body_q, geom_i, geom_slab_gradient, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,
-                       geom_scale, merge_rel, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
-        else:
-            ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
-            ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
-            Ra, pa = quat_to_mat(body_q[w, ba]), body_p[w, ba]
-            Rb, pb = quat_to_mat(body_q[w, bb]), body_p[w, bb]
-            ta = geom_i[ga][G_POOL_START] + la
-            ib = geom_i[gb][G_POOL_START] + lb
-            ws = w % geom_scale.shape[0]
-            sa = geom_scale[ws, ga]
-            if t == PairType.TET_TET:
-                sb = geom_scale[ws, gb]
-                tet_tet(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
-                        tet_X_G[ib], sb * tet_p[ib], sb * tet_grad_G[ib], merge_rel, counts,
-                        poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
-            else:
-                tet_tri(w, pair, la, lb, pr[P_FLIP], Ra, pa, Rb, pb, tet_X_G[ta], sa * tet_p[ta], sa * tet_grad_G[ta],
-                        tri_X_G[ib], tri_n_G[ib], merge_rel, pair_deep[w, pair], counts,
-                        poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
+        clip_candidate(c, cand, body_p, body_q, geom_i, geom_slab_gradient, pair_i, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,
+                       geom_scale, merge_rel, pair_deep, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)
