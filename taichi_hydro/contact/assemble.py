@@ -173,8 +173,10 @@ def write_row(c, w, a, b, pair, key, centroid, nrm, stiffness, phi0, force0, pai
     mat = pair_f[w % pair_f.shape[0], pair]
     tau = mat[PF_TAU] + mat[PF_D] * ti.max(-phi0, 0.0)
     wm = w % body_inv_mass.shape[0]
-    Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], ra, frame)
-    Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], rb, frame)
+    Wc = mat3(0.0)
+    for side in range(2):  # a runtime loop: body_delassus inlined once (compile time)
+        body = a if side == 0 else b
+        Wc += body_delassus(body_inv_mass[wm, body], body_inv_inertia_W[w, body], ra if side == 0 else rb, frame)
     w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
     k_max = TWO_PI_SQ / (beta * beta * w_diag * dt * (dt + tau))
     c_ids[c] = ivec4(w, a, b, pair)
@@ -289,20 +291,25 @@ def finalize_contacts(warm_start: bool, split: bool):
             model = c_model[c]
             frame = c_frame[c]
             wm = w % body_inv_mass.shape[0]
-            Wc = body_delassus(body_inv_mass[wm, a], body_inv_inertia_W[w, a], c_ra[c], frame)
-            Wc += body_delassus(body_inv_mass[wm, b], body_inv_inertia_W[w, b], c_rb[c], frame)
+            # W_ii and, with split, W_ii^split: both bodies in a runtime loop, so that
+            # body_delassus is inlined once per matrix (compile time).
+            Wc, Ws = mat3(0.0), mat3(0.0)
+            for side in range(2):
+                body = a if side == 0 else b
+                r = c_ra[c] if side == 0 else c_rb[c]
+                inv_mass, inv_inertia = body_inv_mass[wm, body], body_inv_inertia_W[w, body]
+                Wc += body_delassus(inv_mass, inv_inertia, r, frame)
+                if ti.static(split):  # each body's mass shared among its contacts (Tonge 2012)
+                    share = ti.max(body_contacts[w, body], 1)
+                    Ws += body_delassus(share * inv_mass, share * inv_inertia, r, frame)
+            if ti.static(not split):
+                Ws = Wc
             w_diag = (Wc[0, 0] + Wc[1, 1] + Wc[2, 2]) / 3.0
             stiffness = pair_scale[w, pair] * model[M_K]
             tau = model[M_TAU]
             Rn = 1.0 / (dt * stiffness * (dt + tau))
             Rt = sigma * w_diag
             v_hat = -model[M_PHI0] / (dt + tau)
-            na, nb = 1, 1
-            if ti.static(split):
-                na = ti.max(body_contacts[w, a], 1)
-                nb = ti.max(body_contacts[w, b], 1)
-            Ws = body_delassus(na * body_inv_mass[wm, a], na * body_inv_inertia_W[w, a], c_ra[c], frame)
-            Ws += body_delassus(nb * body_inv_mass[wm, b], nb * body_inv_inertia_W[w, b], c_rb[c], frame)
             s_t = ti.sqrt(0.5 * (Ws[0, 0] + Ws[1, 1]) + Rt)
             s_n = ti.sqrt(Ws[2, 2] + Rn)
             mu = pair_f[w % pair_f.shape[0], pair][PF_MU]
