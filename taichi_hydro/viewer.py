@@ -349,19 +349,18 @@ class Renderer:
 
     def _patch_mesh(self, surfaces, p_max: float):
         verts, press, sizes = [], [], []
-        lift = 2e-3 * self.radius
         for s in surfaces:
             poly = s.polygons
-            for vertices, pressure in zip(poly.get("vertices", []), poly.get("vertex_pressure", [])):
-                v = np.asarray(vertices)
-                to_eye = self.eye - v
-                verts.append(v + lift * to_eye / np.linalg.norm(to_eye, axis=1, keepdims=True))
-                press.append(np.asarray(pressure))
-                sizes.append(len(vertices))
+            verts += poly.get("vertices", [])
+            press += poly.get("vertex_pressure", [])
+        sizes = [len(v) for v in verts]
         self.polygons = len(sizes)
         if not sizes:
             return None
-        return np.concatenate(verts), pressure_colors(np.concatenate(press), 0.0, p_max), fan_triangles(sizes)
+        v = np.concatenate(verts)
+        to_eye = self.eye - v
+        v = v + (2e-3 * self.radius) * to_eye / np.linalg.norm(to_eye, axis=1, keepdims=True)  # lifted towards the eye
+        return v, pressure_colors(np.concatenate(press), 0.0, p_max), fan_triangles(sizes)
 
     def draw(self, scene, surfaces=None, p_max: float | None = None) -> None:
         """Draw `self.world`; `surfaces`: its contact surfaces (default: queried), p_max [Pa]:

@@ -119,29 +119,35 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model, pair_deep: np
 
     pid = pool["poly_i"]
     sel = np.flatnonzero(pid[:, K_WORLD] == world)
-    pair = pid[sel, K_PAIR]
-    body_pair = model.pair_i[pair][:, [P_BODY_LO, P_BODY_HI]]
+    body_pair = model.pair_i[pid[sel, K_PAIR]][:, [P_BODY_LO, P_BODY_HI]]
+    # One sort for all: by body pair (scene order), then, within a pair, by centroid: a
+    # deterministic polygon order (the device appends in any order).
+    c = pool["poly_c"][sel].astype(np.float64)
+    order = np.lexsort((c[:, 2], c[:, 1], c[:, 0], body_pair[:, 1], body_pair[:, 0]))
+    sel, body_pair = sel[order], body_pair[order]
+    g = pool["poly_g"][sel]
+    area_all, p0_all = g[:, POLY_AREA].astype(np.float64), g[:, POLY_P0].astype(np.float64)
+    normal_all, centroid_all = pool["poly_n"][sel].astype(np.float64), c[order]
+    nv = pool["poly_nv"][sel]
+    verts_all = [pool["poly_v"][r, :k].astype(np.float64) for r, k in zip(sel, nv)]
+    vps_all = [pool["poly_vp"][r, :k].astype(np.float64) for r, k in zip(sel, nv)]
+    pairs_all = model.pair_i[pid[sel, K_PAIR]]
+    flip = (pairs_all[:, P_FLIP] == 1)[:, None]  # roles (a, b) of the pair against (lower, higher) body
+    elements_all = np.where(flip, pid[sel][:, [3, 2]], pid[sel][:, [2, 3]])
+    geoms = np.where(flip, pairs_all[:, [P_GEOM_B, P_GEOM_A]], pairs_all[:, [P_GEOM_A, P_GEOM_B]])
+    names_all = np.array(model.geom_name, dtype=object)[geoms]
+    deep_all = np.zeros(len(sel), int) if pair_deep is None else pair_deep[pid[sel, K_PAIR]]
+    contact_all = kept_polygons(g, deep_all)
+    starts = np.flatnonzero(np.r_[True, np.any(body_pair[1:] != body_pair[:-1], axis=1)]) if len(sel) else np.zeros(0, int)
     out = []
-    for lo, hi in sorted(set(map(tuple, body_pair.tolist()))):
-        rows = sel[(body_pair[:, 0] == lo) & (body_pair[:, 1] == hi)]
-        # Deterministic polygon order (the device appends in any order).
-        c = pool["poly_c"][rows].astype(np.float64)
-        rows = rows[np.lexsort((c[:, 2], c[:, 1], c[:, 0]))]
-        area = pool["poly_g"][rows, POLY_AREA].astype(np.float64)
-        p0 = pool["poly_g"][rows, POLY_P0].astype(np.float64)
-        normal = pool["poly_n"][rows].astype(np.float64)
-        centroid = pool["poly_c"][rows].astype(np.float64)
-        nv = pool["poly_nv"][rows]
-        verts = [pool["poly_v"][r, : nv[i]].astype(np.float64) for i, r in enumerate(rows)]
-        vps = [pool["poly_vp"][r, : nv[i]].astype(np.float64) for i, r in enumerate(rows)]
+    for i0, i1 in zip(starts, np.r_[starts[1:], len(sel)]):
+        lo, hi = body_pair[i0]
+        span = slice(i0, i1)
+        area, p0, normal, centroid = area_all[span], p0_all[span], normal_all[span], centroid_all[span]
+        vps = vps_all[span]
         real = p0 >= 0.0
         total = float(area[real].sum())
         force = (area[real] * p0[real])[:, None] * normal[real]
-        pairs = model.pair_i[pid[rows, K_PAIR]]
-        flip = (pairs[:, P_FLIP] == 1)[:, None]  # roles (a, b) of the pair against (lower, higher) body
-        elements = np.where(flip, pid[rows][:, [3, 2]], pid[rows][:, [2, 3]])
-        geoms = np.where(flip, pairs[:, [P_GEOM_B, P_GEOM_A]], pairs[:, [P_GEOM_A, P_GEOM_B]])
-        names = np.array(model.geom_name, dtype=object)[geoms]
         out.append(
             ContactSurface(
                 body_a=model.scene.bodies[lo].name,
@@ -153,20 +159,19 @@ def group_surfaces(pool: dict[str, np.ndarray], world: int, model, pair_deep: np
                 max_pressure=float(max((v.max() for v, r in zip(vps, real) if r), default=0.0)),
                 mean_pressure=float((area[real] * p0[real]).sum() / total) if total > 0 else 0.0,
                 polygons={
-                    "vertices": verts,
+                    "vertices": verts_all[span],
                     "vertex_pressure": vps,
                     "area": area,
                     "pressure": p0,
                     "centroid": centroid,
                     "normal": normal,
-                    "g_a": pool["poly_g"][rows, POLY_GA].astype(np.float64),
-                    "g_b": pool["poly_g"][rows, POLY_GB].astype(np.float64),
-                    "geometry_a": names[:, 0].copy(),
-                    "geometry_b": names[:, 1].copy(),
-                    "element_a": elements[:, 0].copy(),
-                    "element_b": elements[:, 1].copy(),
-                    "contact": kept_polygons(pool["poly_g"][rows],
-                                             np.zeros(len(rows), int) if pair_deep is None else pair_deep[pid[rows, K_PAIR]]),
+                    "g_a": g[span, POLY_GA].astype(np.float64),
+                    "g_b": g[span, POLY_GB].astype(np.float64),
+                    "geometry_a": names_all[span, 0].copy(),
+                    "geometry_b": names_all[span, 1].copy(),
+                    "element_a": elements_all[span, 0].copy(),
+                    "element_b": elements_all[span, 1].copy(),
+                    "contact": contact_all[span],
                 },
             )
         )
