@@ -128,11 +128,10 @@ def _bench(args) -> int:
 def _view(args) -> int:
     import taichi_hydro as th
     from taichi_hydro import viewer
-    from taichi_hydro.output import check_output
 
     scene = th.load_scene(args.scene)
     if args.record is not None:
-        check_output(args.record, viewer.FORMATS, "--record", create_folder=True)
+        viewer.check_record(args.record)
     elif not viewer.has_display():
         raise viewer.ViewerError("no display here (DISPLAY / WAYLAND_DISPLAY unset): use --record out.png|out.gif|out.mp4")
     if args.world >= args.worlds:
@@ -214,7 +213,7 @@ def _run(args) -> int:
     if args.plot is not None:
         check_output(args.plot, (".png",), "--plot", create_folder=True)
     if args.record is not None:
-        check_output(args.record, viewer.FORMATS, "--record", create_folder=True)
+        viewer.check_record(args.record)
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
         raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")

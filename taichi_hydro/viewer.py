@@ -49,6 +49,24 @@ class ViewerError(HydroError, RuntimeError):
     """The viewer cannot run here (no display, no Vulkan, unsupported output format)."""
 
 
+def has_ffmpeg() -> bool:
+    """imageio's ffmpeg plugin is installed (MP4 recordings)."""
+    import importlib.util
+
+    return importlib.util.find_spec("imageio_ffmpeg") is not None
+
+
+def check_record(path: str | Path) -> Path:
+    """The --record path checked before anything is simulated (output.check_output: its
+    format, a folder that can be written), and for .mp4 that imageio's ffmpeg plugin is
+    installed (the `video` extra), so that a long run never ends without its video."""
+    path = check_output(path, FORMATS, "--record", create_folder=True)
+    if path.suffix.lower() == ".mp4" and not has_ffmpeg():
+        raise ViewerError(f"--record {path}: MP4 needs the imageio-ffmpeg package: pip install \"taichi-hydro[video]\" "
+                          "(or record .gif)")
+    return path
+
+
 def pressure_colors(pressure: np.ndarray, p_min: float, p_max: float) -> np.ndarray:
     """RGB in [0, 1] for pressures [Pa] on the colour map spanning [p_min, p_max] (clamped;
     a degenerate range maps everything to the top colour)."""
@@ -693,7 +711,7 @@ def record(sim, path: str | Path, frames: int = 60, steps_per_frame: int = 1, wo
     Viewer); camera, tile: see Viewer. The overlay's step rate is that of the last frame's steps. Returns the path."""
     import time
 
-    path = check_output(path, FORMATS, "--record", create_folder=True)
+    path = check_record(path)
     frames = integer(frames, "frames", 1)
     steps_per_frame = integer(steps_per_frame, "steps_per_frame", 0)
     fps = integer(fps, "fps", 1, 1000)
@@ -737,7 +755,7 @@ def write_frames(path: str | Path, images: list[np.ndarray], fps: int = 30) -> P
     all of them at `fps`. Returns the path."""
     import imageio.v2 as imageio
 
-    path = check_output(path, FORMATS, "--record", create_folder=True)
+    path = check_record(path)
     if not images:
         raise ViewerError(f"--record {path}: no frame to write")
 

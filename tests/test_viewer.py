@@ -86,8 +86,20 @@ def test_view_without_display_says_so():
     assert "no display" in proc.stderr and "--record" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_mp4_without_ffmpeg_is_refused_before_the_run(arch, tmp_path, monkeypatch):
+    """Without the video extra, --record x.mp4 stops at once with the path and the install
+    command, before anything is simulated; .gif needs nothing more."""
+    if arch != "cpu":
+        pytest.skip("host-side check only")
+    assert viewer.has_ffmpeg()  # the test extra has it
+    monkeypatch.setattr(viewer, "has_ffmpeg", lambda: False)
+    with pytest.raises(viewer.ViewerError, match=r"drop\.mp4.*taichi-hydro\[video\]"):
+        viewer.check_record(tmp_path / "drop.mp4")
+    assert viewer.check_record(tmp_path / "drop.gif").name == "drop.gif"
+
+
 def test_record_mp4(arch, tmp_path):
-    """Video through imageio's ffmpeg plugin (a dependency): frames of the requested size."""
+    """Video through imageio's ffmpeg plugin (the video extra): frames of the requested size."""
     import imageio.v2 as imageio
 
     sim = th.Simulator(th.load_scene(ROOT / "scenes" / "ball_drop.toml"))
