@@ -1,6 +1,7 @@
-"""Exclusive prefix sum of an i32 ndarray in three launches (scan_blocks, scan_sums, scan_add),
-on every backend (Taichi's own PrefixSumExecutor works on fields and only on CUDA/Vulkan; this
-one takes ndarrays anywhere)."""
+"""Exclusive prefix sum of an i32 ndarray on every backend (Taichi's own PrefixSumExecutor
+works on fields and only on CUDA/Vulkan; this one takes ndarrays anywhere): one launch
+(scan_serial) for up to BLOCK items, such as the worlds of most batches, else three
+(scan_blocks, scan_sums, scan_add). add_scan picks them when a plan is built."""
 
 import taichi as ti
 
@@ -55,12 +56,30 @@ def scan_add(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n
 
 
 @ti.kernel
-def scan_add_copy(x: nd(dtype=ti.i32, ndim=1), copy: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
-    """scan_add, and copy = x (a cursor array for a scatter that follows)."""
-    for i in range(n + 1):
-        v = scanned(x, block_sum, n, i)
-        x[i] = v
-        copy[i] = v
+def scan_serial(x: nd(dtype=ti.i32, ndim=1), n: ti.i32):
+    """x[0:n] -> its exclusive scan in one thread, x[n] = total (n <= BLOCK: the work of one
+    scan_blocks thread, without the two launches that join the blocks)."""
+    ti.loop_config(serialize=True)
+    for _ in range(1):
+        total = 0
+        for i in range(n):
+            v = x[i]
+            x[i] = total
+            total += v
+        x[n] = total
+
+
+def add_scan(plan, x: str, scratch: str, count: str, blocks: str, n: int) -> None:
+    """Append to `plan` the exclusive scan of the array named x over its first n items (the
+    scalar named count), with x[n] = total: one launch when n <= BLOCK, else three (scratch:
+    an array of block_sum_size(n) items; blocks: the scalar block_count(n)). n is fixed when
+    the plan is built (a Simulator's worlds)."""
+    if n <= BLOCK:
+        plan.add(scan_serial, x=x, n=count)
+        return
+    plan.add(scan_blocks, x=x, block_sum=scratch, n=count)
+    plan.add(scan_sums, block_sum=scratch, nblocks=blocks)
+    plan.add(scan_add, x=x, block_sum=scratch, n=count)
 
 
 def block_sum_size(n: int) -> int:

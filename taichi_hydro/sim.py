@@ -26,7 +26,7 @@ from .memory import backend_capacity_bytes, device_bytes
 from .model import Model, build_model, check_supported
 from .params import WorldParams
 from .plan import Plan
-from .scan import scan_add, scan_blocks, scan_sums
+from .scan import add_scan
 from .scene import Scene
 from .solver import BilateralRows, SolverData, SolverOptions, add_solve
 from .state import Control, State
@@ -205,9 +205,7 @@ class Simulator(WorldAccess):
         stages = [("collide", len(plan.launches))]
         plan.add(ig.free_velocity)
         plan.add(cp.count_patches if o.patch_point else ca.count_contacts(o.deterministic))
-        plan.add(scan_blocks, x="world_start", block_sum="world_scratch", n="world_count")
-        plan.add(scan_sums, block_sum="world_scratch", nblocks="world_blocks")
-        plan.add(scan_add, x="world_start", block_sum="world_scratch", n="world_count")
+        add_scan(plan, "world_start", "world_scratch", "world_count", "world_blocks", self.worlds)
         if o.deterministic:
             plan.add(co.pair_offsets)
             plan.add(co.scatter_rows)
