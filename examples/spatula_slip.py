@@ -376,6 +376,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-onset", action="store_true", help="skip the slip-onset measurement (slip_onset)")
     p.add_argument("--gif-window", default="4.3,6.3", help="start,end [s] of the GIF")
     p.add_argument("--gif-fps", type=int, default=25)
+    p.add_argument("--gif-camera", default="0.12,0.16,-0.06,0.0,0.0,-0.01",
+                   help="camera eye and target [m], 6 numbers, relative to the spatula's origin at the first frame")
     args = p.parse_args(argv)
     th.init(args.arch)
     out = Path(args.out)
@@ -385,6 +387,9 @@ def main(argv=None) -> int:
     frames: list = []
     viewer = None
     gif_from, gif_to = (float(x) for x in args.gif_window.split(","))
+    camera = np.array([float(x) for x in args.gif_camera.split(",")])
+    if camera.shape != (6,):
+        p.error(f"--gif-camera {args.gif_camera!r}: 6 numbers (eye x, y, z, target x, y, z)")
 
     def frame(sim, t):
         nonlocal viewer
@@ -396,7 +401,7 @@ def main(argv=None) -> int:
             sensors = [sim.tactile_sensor(f, grid=(20, 30), geometry=pad) for f, pad in zip(FINGERS, PADS)]
             viewer = Viewer(sim, size=(560, 400), tactile=sensors)
             grasp = sim.get_state()["position"][0, sim.scene.body_index(SPATULA)]
-            viewer.look(grasp + np.array([0.21, 0.10, 0.05]), grasp + np.array([0.0, 0.025, -0.025]))
+            viewer.look(grasp + camera[:3], grasp + camera[3:])
         frames.append(viewer.render())
 
     scene = study_scene()
