@@ -11,11 +11,11 @@ in CPU time of the process, all threads: less sensitive to other processes on a 
 machine, but on vulkan it misses the driver's threads, if any), cache_bytes (Taichi's
 offline cache after the compile: the kernel's LLVM module on cpu, its SPIR-V on vulkan; a proxy
 of the IR size), inlined (ti.func call sites after static unrolling, by function, and their
-total: Taichi inlines each one) and, with --timing, us_per_iteration (median over repeats of
-the time of one solve of each of the six largest dumped pile steps of
-shared/reference/solver_prototype, one world on one thread, less that of the same solve capped
-at one iteration, over the iterations after the first: the cost of an iteration without the
-per-solve setup and the host copies).
+total: Taichi inlines each one) and, with --timing, us_per_iteration (for each of the six largest dumped
+pile steps of shared/reference/solver_prototype, one world on one thread: the least time over
+repeats of its solve, less the least time of the same solve capped at one iteration, over the
+iterations after the first: the cost of an iteration without the per-solve setup and the host
+copies; the least times are those least disturbed by other processes).
 
 Each run is cold: the offline cache and Mesa's shader cache point at fresh empty folders."""
 
@@ -129,15 +129,16 @@ def main() -> None:
         for rec in recs:  # the full solve against one capped at one iteration: the same setup and copies
             full = newton_problems.solve(dict(rec), timed=True, schedule=args.kernel)
             one = newton_problems.solve(dict(rec), iterations=1, timed=True, schedule=args.kernel)
-            samples = []
+            t_full, t_one = [], []
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
                 its, _updates = full()
                 t1 = time.perf_counter()
                 one()
-                t2 = time.perf_counter()
-                samples.append(((t1 - t0) - (t2 - t1)) / (its - 1))
-            per_iteration.append(sorted(samples)[len(samples) // 2])
+                t_full.append(t1 - t0)
+                t_one.append(time.perf_counter() - t1)
+            # the least of each: the runs least disturbed by other processes
+            per_iteration.append((min(t_full) - min(t_one)) / (its - 1))
         out["us_per_iteration"] = [round(1e6 * x, 1) for x in per_iteration]
         out["us_per_iteration_mean"] = round(1e6 * sum(per_iteration) / len(per_iteration), 1)
         out["contacts"] = [int(r["n"]) for r in recs]
