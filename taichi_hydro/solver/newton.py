@@ -65,33 +65,50 @@ def newton_funcs(real):
     tiny = 1e-300 if real == ti.f64 else 1e-30  # a floor for the Cholesky pivots
 
     @ti.func
+    def mat_vec(A: rmat3, x: rvec3) -> rvec3:
+        """A x, each entry summed in column order as Taichi's @ sums it, but as one expression:
+        @ accumulates into a local vector (a store per product), and every mutable local adds
+        to the cost of Taichi's data-flow passes over the whole kernel."""
+        return rvec3([A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2] for i in ti.static(range(3))])
+
+    @ti.func
+    def mat_t_vec(A: rmat3, x: rvec3) -> rvec3:
+        """A^T x (as mat_vec)."""
+        return rvec3([A[0, i] * x[0] + A[1, i] * x[1] + A[2, i] * x[2] for i in ti.static(range(3))])
+
+    @ti.func
+    def mat_t_mat(A: rmat3, B: rmat3) -> rmat3:
+        """A^T B (as mat_vec)."""
+        return rmat3([[A[0, i] * B[0, j] + A[1, i] * B[1, j] + A[2, i] * B[2, j] for j in ti.static(range(3))]
+                      for i in ti.static(range(3))])
+
+    @ti.func
+    def mat_mat(A: rmat3, B: rmat3) -> rmat3:
+        """A B (as mat_vec)."""
+        return rmat3([[A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j] for j in ti.static(range(3))]
+                      for i in ti.static(range(3))])
+
+    @ti.func
     def response(u: rvec3, g: real, reg: contact_reg, modified: ti.i32):
-        """(gamma, G): the impulse [N s] and its derivative -d gamma / d u, contact frame."""
+        """(gamma, G): the impulse [N s] and its derivative -d gamma / d u, contact frame.
+        Branch-free (selects; each value is the one the branches would assign): a mutable
+        local per branch would add to the cost of Taichi's data-flow passes at every call
+        site."""
         Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
-        gamma = rvec3(0.0)
-        G = rmat3(0.0)
+        zero = ti.cast(0.0, real)
         x = vhat - u[2]
-        if x > 0.0:
-            gamma[2] = x / Rn
-            G[2, 2] = 1.0 / Rn
+        active = x > 0.0
         slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
-        if slip <= g * Rt:
-            gamma[0] = -u[0] / Rt
-            gamma[1] = -u[1] / Rt
-            G[0, 0] = 1.0 / Rt
-            G[1, 1] = 1.0 / Rt
-        else:
-            k = g / slip
-            gamma[0] = -k * u[0]
-            gamma[1] = -k * u[1]
-            G[0, 0] = k
-            G[1, 1] = k
-            if modified == 0:
-                tx, ty = u[0] / slip, u[1] / slip
-                G[0, 0] -= k * tx * tx
-                G[0, 1] -= k * tx * ty
-                G[1, 0] -= k * tx * ty
-                G[1, 1] -= k * ty * ty
+        stick = slip <= g * Rt
+        k = g / slip  # sliding only (slip > g Rt >= 0)
+        exact = (modified == 0) and not stick  # the exact slip curvature: G_t = k (I - t t^T)
+        tx, ty = u[0] / slip, u[1] / slip
+        gamma = rvec3(ti.select(stick, -u[0] / Rt, -k * u[0]), ti.select(stick, -u[1] / Rt, -k * u[1]),
+                      ti.select(active, x / Rn, zero))
+        G00 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * tx * tx, k))
+        G11 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * ty * ty, k))
+        G01 = ti.select(exact, zero - k * tx * ty, zero)
+        G = rmat3([[G00, G01, zero], [G01, G11, zero], [zero, zero, ti.select(active, 1.0 / Rn, zero)]])
         return gamma, G
 
     @ti.func
@@ -123,14 +140,11 @@ def newton_funcs(real):
         """(gamma, G) of a bilateral row (solver.bilateral): gamma = clamp(-(u - bias) / R,
         lower, upper) and G = -d gamma / d u (1 / R inside the bounds, 0 on them)."""
         R = ti.cast(law[L_R], real)
-        gamma = -(u - ti.cast(law[L_BIAS], real)) / R
-        G = 1.0 / R
-        if gamma <= ti.cast(law[L_LOWER], real):
-            gamma = ti.cast(law[L_LOWER], real)
-            G = 0.0
-        elif gamma >= ti.cast(law[L_UPPER], real):
-            gamma = ti.cast(law[L_UPPER], real)
-            G = 0.0
+        lower, upper = ti.cast(law[L_LOWER], real), ti.cast(law[L_UPPER], real)
+        free = -(u - ti.cast(law[L_BIAS], real)) / R
+        below, above = free <= lower, free >= upper
+        gamma = ti.select(below, lower, ti.select(above, upper, free))
+        G = ti.select(below or above, ti.cast(0.0, real), 1.0 / R)  # branch-free, as response()
         return gamma, G
 
     @ti.func
@@ -138,20 +152,20 @@ def newton_funcs(real):
         """u = Ja . v_a + Jb . v_b of a bilateral row, with body a's generalized velocity at
         v[w, pa:pa + 6] (pa < 0: no body a) and b's at pb."""
         u = ti.cast(0.0, real)
-        for k in ti.static(range(6)):
+        for k in range(6):  # run-time loops (here and below): one copy of the body in the IR
             u += jb[k] * v[w, pb + k]
         if pa >= 0:
-            for k in ti.static(range(6)):
+            for k in range(6):
                 u += ja[k] * v[w, pa + k]
         return u
 
     @ti.func
     def add_outer(H: ti.template(), w: ti.i32, i: ti.i32, j: ti.i32, s: real, x: rvec6, y: rvec6, diagonal: ti.template()):
-        """H[6i.., 6j..] += s x y^T (a diagonal block, i = j: its lower triangle only)."""
-        for r in ti.static(range(6)):
-            for c in ti.static(range(6)):
-                if ti.static(not diagonal or c <= r):
-                    H[w, 6 * i + r, 6 * j + c] += s * x[r] * y[c]
+        """H[6i.., 6j..] += s x y^T (a diagonal block, i = j: its lower triangle only). A run-time
+        loop: one copy of the body in the IR per call site."""
+        for r, c in ti.ndrange(6, 6):
+            if ti.static(not diagonal) or c <= r:
+                H[w, 6 * i + r, 6 * j + c] += s * x[r] * y[c]
 
     @ti.func
     def contact_u(w: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, v: ti.template()) -> rvec3:
@@ -161,27 +175,20 @@ def newton_funcs(real):
         wa = rvec3(v[w, pa + 3], v[w, pa + 4], v[w, pa + 5])
         vb = rvec3(v[w, pb], v[w, pb + 1], v[w, pb + 2])
         wb = rvec3(v[w, pb + 3], v[w, pb + 4], v[w, pb + 5])
-        return F @ ((vb + wb.cross(rb)) - (va + wa.cross(ra)))
+        return mat_vec(F, (vb + wb.cross(rb)) - (va + wa.cross(ra)))
 
     @ti.func
     def times_skew(A: rmat3, r: rvec3) -> rmat3:
         """A [r]: row i is A_i x r ([r] x = r x x)."""
-        X = rmat3(0.0)
-        for i in ti.static(range(3)):
-            row = rvec3(A[i, 0], A[i, 1], A[i, 2]).cross(r)
-            for k in ti.static(range(3)):
-                X[i, k] = row[k]
-        return X
+        return rmat3([[A[i, 1] * r[2] - A[i, 2] * r[1], A[i, 2] * r[0] - A[i, 0] * r[2], A[i, 0] * r[1] - A[i, 1] * r[0]]
+                      for i in ti.static(range(3))])
 
     @ti.func
     def skew_times(r: rvec3, X: rmat3) -> rmat3:
         """[r] X: column c is r x X_c."""
-        Y = rmat3(0.0)
-        for c in ti.static(range(3)):
-            col = r.cross(rvec3(X[0, c], X[1, c], X[2, c]))
-            for k in ti.static(range(3)):
-                Y[k, c] = col[k]
-        return Y
+        return rmat3([[r[1] * X[2, c] - r[2] * X[1, c] for c in ti.static(range(3))],
+                      [r[2] * X[0, c] - r[0] * X[2, c] for c in ti.static(range(3))],
+                      [r[0] * X[1, c] - r[1] * X[0, c] for c in ti.static(range(3))]])
 
     @ti.func
     def add_block(H: ti.template(), w: ti.i32, i: ti.i32, j: ti.i32, sign: real, A: rmat3, ASj: rmat3, ASi: rmat3, SAS: rmat3,
@@ -190,9 +197,10 @@ def newton_funcs(real):
         -[ri] A [rj]]]: the block J_i^T G J_j of the bodies at block positions i and j of a
         row (their Jacobians are -+F [I, -[r]]), with A = F^T G F (world frame, symmetric),
         ASj = A [rj], ASi = A [ri], SAS = [ri] A [rj]. A diagonal block (i = j) gets its lower
-        triangle only: the factorisation reads no other part of it."""
-        for r, c in ti.static(ti.ndrange(3, 3)):
-            if ti.static(not diagonal or c <= r):
+        triangle only: the factorisation reads no other part of it. (A run-time loop, as
+        add_outer.)"""
+        for r, c in ti.ndrange(3, 3):
+            if ti.static(not diagonal) or c <= r:
                 H[w, 6 * i + r, 6 * j + c] += sign * A[r, c]
                 H[w, 6 * i + 3 + r, 6 * j + 3 + c] -= sign * SAS[r, c]
             if ti.static(not diagonal):
@@ -200,16 +208,12 @@ def newton_funcs(real):
             H[w, 6 * i + 3 + r, 6 * j + c] -= sign * ASi[c, r]
 
     @ti.func
-    def add_gradient_side(w: ti.i32, p: ti.i32, f: rvec3, t: rvec3, sign: ti.template(), grad: ti.template()):
+    def add_gradient_side(w: ti.i32, p: ti.i32, f: rvec3, t: rvec3, sign: real, grad: ti.template()):
         """grad[6p..] += sign (f, t): one body's part of -J^T gamma of a run of rows (sign +1
-        for body a, which takes -f, and -1 for body b)."""
-        for k in ti.static(range(3)):
-            if ti.static(sign > 0):
-                grad[w, 6 * p + k] += f[k]
-                grad[w, 6 * p + 3 + k] += t[k]
-            else:
-                grad[w, 6 * p + k] -= f[k]
-                grad[w, 6 * p + 3 + k] -= t[k]
+        for body a, which takes -f, and -1 for body b; x + (-1) y is x - y exactly)."""
+        for k in range(3):
+            grad[w, 6 * p + k] += sign * f[k]
+            grad[w, 6 * p + 3 + k] += sign * t[k]
 
     @ti.func
     def add_gradient(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, f: rvec3, ta: rvec3, tb: rvec3,
@@ -218,9 +222,9 @@ def newton_funcs(real):
         total impulse f on b (world frame; -f on a) and its moments ta = sum r_a x f_i,
         tb = sum r_b x f_i about each body's centre of mass."""
         if body_inv_mass[wm, a] > 0.0:
-            add_gradient_side(w, pa, f, ta, 1, grad)
+            add_gradient_side(w, pa, f, ta, 1.0, grad)
         if body_inv_mass[wm, b] > 0.0:
-            add_gradient_side(w, pb, f, tb, -1, grad)
+            add_gradient_side(w, pb, f, tb, -1.0, grad)
 
     @ti.func
     def hessian_a(w: ti.i32, pa: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3, H: ti.template()):
@@ -402,7 +406,7 @@ def newton_funcs(real):
             for k in ti.static(range(3)):
                 dvl[k] = v[w, p + k] - vs[w, p + k]
                 dwl[k] = v[w, p + 3 + k] - vs[w, p + 3 + k]
-            Iw = I_W @ dwl
+            Iw = mat_vec(I_W, dwl)
             for k in ti.static(range(3)):
                 grad[w, p + k] = dvl[k] / inv_m
                 grad[w, p + 3 + k] = Iw[k]
@@ -419,8 +423,8 @@ def newton_funcs(real):
         """One contact's impulse and curvature in the world frame: f = F^T gamma (on b), its
         moments ra x f and rb x f, A = F^T G F, A [ra] and [ra] A [ra] (add_hessian's sums)."""
         gamma, G = response(u, g, reg, modified)
-        f = F.transpose() @ gamma
-        A = F.transpose() @ G @ F
+        f = mat_t_vec(F, gamma)
+        A = mat_mat(mat_t_mat(F, G), F)
         AS = times_skew(A, ra)
         return f, ra.cross(f), rb.cross(f), A, AS, skew_times(ra, AS)
 
@@ -476,7 +480,7 @@ def newton_funcs(real):
             dwl = rvec3(dv[w, p + 3], dv[w, p + 4], dv[w, p + 5])
             xv = rvec3(v[w, p] - vs[w, p], v[w, p + 1] - vs[w, p + 1], v[w, p + 2] - vs[w, p + 2])
             xw = rvec3(v[w, p + 3] - vs[w, p + 3], v[w, p + 4] - vs[w, p + 4], v[w, p + 5] - vs[w, p + 5])
-            Idw = I_W @ dwl
+            Idw = mat_vec(I_W, dwl)
             sum_d += dvl.dot(dvl) / inv_m + dwl.dot(Idw)
             sum_v += dvl.dot(xv) / inv_m + Idw.dot(xw)
         return sum_d, sum_v

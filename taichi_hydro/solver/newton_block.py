@@ -267,10 +267,10 @@ def newton_block_solver(real, spirv: bool):
                                     pa, pb = newton_pos[w, a], newton_pos[w, bb]
                                     d = ti.cast(c_rb[cr], real) - ti.cast(c_ra[cr], real)
                                     if a == b:
-                                        f.add_gradient_side(w, pa, c_f[cr], c_ta[cr], 1, newton_grad)
+                                        f.add_gradient_side(w, pa, c_f[cr], c_ta[cr], 1.0, newton_grad)
                                         f.hessian_a(w, pa, c_A[cr], c_AS[cr], c_SAS[cr], newton_H)
                                     else:
-                                        f.add_gradient_side(w, pb, c_f[cr], c_tb[cr], -1, newton_grad)
+                                        f.add_gradient_side(w, pb, c_f[cr], c_tb[cr], -1.0, newton_grad)
                                         f.hessian_b(w, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
                                     other = bb if a == b else a
                                     if body_inv_mass[wm, other] > 0.0 and newton_pos[w, other] < pb_own:
