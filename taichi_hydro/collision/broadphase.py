@@ -1,12 +1,14 @@
 """Broad phase on the device, all worlds at once (DESIGN §3 step 2).
 
 1. world boxes of the mesh geometries; pair activity per world (box overlap, or box below the
-   plane for half-space pairs) and, for mesh-mesh pairs, the intersection box;
-2. per geometry, its active pairs and their intersection boxes ("region"): elements outside
-   every box cannot touch anything, and each element's box is clamped to the hull of its
-   overlaps with them (a big floor triangle shrinks to the patch it can touch);
-3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry in such
-   a pair; for each active pair in which it is geometry a, its clamped box, taken into the
+   plane for half-space pairs) and, for mesh-mesh pairs, the intersection box; for planar
+   pairs, the plane in the mesh's frame (once per pair, not per element);
+2. per geometry, the active mesh-mesh pairs in which it is geometry a and their intersection
+   boxes ("region"): its elements outside every box find nothing, and each element's box is
+   clamped to the hull of its overlaps with them (a big floor triangle shrinks to the patch it
+   can touch);
+3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry that is
+   geometry a of such a pair; for each active pair in which it is geometry a, its clamped box, taken into the
    frame of geometry b's mesh, descends b's static tree (geometry.bvh); the elements of b whose
    boxes it meets there, and whose world boxes meet it, become candidates;
 4. planar pairs (find_planar): one thread per world and element of a mesh in a mesh-half-space
@@ -25,7 +27,7 @@ import taichi as ti
 from ..math3d import finite_pose, quat_to_mat
 from ..types import (
     C_CANDIDATES, FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
-    TETMESH, PairType, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
+    TETMESH, PairType, RealVector, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
 BIG = 1e30
@@ -36,6 +38,10 @@ REGION_BOXES = 8
 # float32 rounding of the change of frame is ~1e-7 of these; a query wider by 1e-5 of them
 # never misses an element the exact world-box test would keep.
 TREE_SLACK = 1e-5
+
+plane_record = RealVector(5)
+"""A planar pair's plane in its mesh's body frame M: (n_M (3,), d [m], |p_WM| [m]), the plane
+n_M . x = d with the solid (or slab) on the side n_M . x < d."""
 
 
 @ti.func
@@ -123,10 +129,13 @@ def pair_activity(
     pair_i: nd(dtype=ivec8, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
+    pair_plane: nd(dtype=plane_record, ndim=2),
 ):
     """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes
-    overlap, or the mesh box reaches below a half-space; 0 in a diverged world) and
-    pair_box[w, p], the box intersection of a mesh-mesh pair. A pair with a non-finite pose (as a
+    overlap, or the mesh box reaches below a half-space; 0 in a diverged world),
+    pair_box[w, p], the box intersection of a mesh-mesh pair, and pair_plane[w, p] of an
+    active planar pair: the half-space's plane in the frame of the mesh's body M, n_M . x =
+    d (n_M unit, d [m]), and |p_WM| [m] (the scale of the rounding of d), for find_planar. A pair with a non-finite pose (as a
     write through a state view can leave) is inactive and marks its world diverged, so no
     later stage of the step works on that world."""
     W = body_p.shape[0]
@@ -153,7 +162,8 @@ def pair_activity(
             if t == PairType.SLAB_TRI:
                 mesh, plane = gb, ga
             bm, bh = geom_i[mesh][G_BODY], geom_i[plane][G_BODY]
-            box_m = geometry_box(geom_box_G[mesh], geom_ball_G[mesh], quat_to_mat(body_q[w, bm]), body_p[w, bm])
+            Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
+            box_m = geometry_box(geom_box_G[mesh], geom_ball_G[mesh], Rm, pm)
             n = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
             # Lowest corner of the box along n, relative to the plane.
             lowest = 0.0
@@ -161,6 +171,8 @@ def pair_activity(
                 lowest += ti.min(n[k] * box_m[0, k], n[k] * box_m[1, k])
             if lowest - n.dot(body_p[w, bh]) <= 0.0:
                 active = 1
+                n_M = Rm.transpose() @ n
+                pair_plane[w, p] = plane_record(n_M[0], n_M[1], n_M[2], n.dot(body_p[w, bh] - pm), pm.norm())
         pair_active[w, p] = active
         pair_box[w, p] = inter
 
@@ -172,6 +184,7 @@ def geometry_regions(
     geom_i: nd(dtype=ivec8, ndim=1),
     geom_pair_start: nd(dtype=ti.i32, ndim=1),
     geom_pair_list: nd(dtype=ti.i32, ndim=1),
+    pair_i: nd(dtype=ivec8, ndim=1),
     pair_active: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
     geom_region: nd(dtype=box3, ndim=3),
@@ -179,12 +192,13 @@ def geometry_regions(
     geom_region_pair: nd(dtype=ti.i32, ndim=3),
     geom_region_n: nd(dtype=ti.i32, ndim=2),
 ):
-    """Writes the region of geometry g in world w: the intersection boxes of g's active mesh-mesh
-    pairs, geom_region[w, g, :n] (world frame) and geom_region_G[w, g, :n] (the same boxes
-    taken into g's mesh frame: the boxes of the turned boxes, inflated by TREE_SLACK), their
-    pair ids geom_region_pair[w, g, :n], and their number n = geom_region_n[w, g] (0: no
-    active pair). With n > REGION_BOXES, slot 0 holds the union of the boxes and the pair ids
-    are not kept."""
+    """Writes the region of geometry g in world w: the intersection boxes of the active
+    mesh-mesh pairs in which g is geometry a (the only pairs whose candidates g's elements look
+    for, find_candidates), geom_region[w, g, :n] (world frame) and geom_region_G[w, g, :n] (the
+    same boxes taken into g's mesh frame: the boxes of the turned boxes, inflated by
+    TREE_SLACK), their pair ids geom_region_pair[w, g, :n], and their number n =
+    geom_region_n[w, g] (0: no such pair). With n > REGION_BOXES, slot 0 holds the union of the
+    boxes and the pair ids are not kept."""
     W = pair_active.shape[0]
     G = geom_i.shape[0]
     K = geom_region.shape[2]
@@ -193,7 +207,7 @@ def geometry_regions(
         n = 0
         for k in range(geom_pair_start[g], geom_pair_start[g + 1]):
             p = geom_pair_list[k]
-            if pair_active[w, p] == 1:
+            if pair_active[w, p] == 1 and pair_i[p][P_GEOM_A] == g:
                 region = union(region, pair_box[w, p])
                 if n < K:
                     geom_region[w, g, n] = pair_box[w, p]
@@ -321,9 +335,9 @@ def find_candidates(
                         p = geom_region_pair[w, g, k]
                     else:
                         q = geom_pair_list[geom_pair_start[g] + k]
-                        if pair_active[w, q] == 1:
+                        if pair_active[w, q] == 1 and pair_i[q][P_GEOM_A] == g:
                             p = q
-                    if p >= 0 and pair_i[p][P_GEOM_A] == g:
+                    if p >= 0:
                         gb = pair_i[p][P_GEOM_B]
                         gib = geom_i[gb]
                         bb = gib[G_BODY]
@@ -353,8 +367,7 @@ def find_planar(
     planar_task: nd(dtype=ti.math.ivec2, ndim=1),
     planar_task_count: ti.i32,
     pair_active: nd(dtype=ti.i32, ndim=2),
-    body_p: nd(dtype=vec3, ndim=2),
-    body_q: nd(dtype=vec4, ndim=2),
+    pair_plane: nd(dtype=plane_record, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     tet_X_G: nd(dtype=tet_vertices, ndim=1),
@@ -371,26 +384,21 @@ def find_planar(
     elements were clipped before the trees: Gauss-Seidel's sweeps follow the rows' order, and
     a tree's spatial order (one side of a resting ring after the other) left a stiff ring
     rocking (tests/test_rigid_contact.py)."""
-    W = body_p.shape[0]
+    W = pair_active.shape[0]
     for w, k in ti.ndrange(W, planar_task_count):
         pair, e = planar_task[k][0], planar_task[k][1]
         if pair_active[w, pair] == 1:
             pr = pair_i[pair]
             t = pr[P_TYPE]
-            mesh, half = pr[P_GEOM_A], pr[P_GEOM_B]
-            if t == PairType.SLAB_TRI:
-                mesh, half = pr[P_GEOM_B], pr[P_GEOM_A]
-            gm = geom_i[mesh]
-            bm, bh = gm[G_BODY], geom_i[half][G_BODY]
-            Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
-            n_W = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
-            n = Rm.transpose() @ n_W  # the plane n . x = d in the mesh's frame
-            d = n_W.dot(body_p[w, bh] - pm)
+            gm = geom_i[pr[P_GEOM_B] if t == PairType.SLAB_TRI else pr[P_GEOM_A]]  # the mesh
+            plane = pair_plane[w, pair]
+            n = vec3(plane[0], plane[1], plane[2])  # the plane n . x = d in the mesh's frame
+            d = plane[3]
             b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
             lowest, highest = 0.0, 0.0  # of the box along n
             for c in ti.static(range(3)):
                 lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
                 highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
-            slack = TREE_SLACK * (highest - lowest + ti.abs(d) + pm.norm())
+            slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
             if lowest <= d + slack and (t != PairType.TET_PLANE or highest >= d - slack):
                 append_candidate(ivec4(w, pair, e, 0), counts, cand)

@@ -32,8 +32,9 @@ class Collision:
     pair_deep (W, P) i32: 1 where a compliant mesh's core is inside the rigid geometry of its
       pair (deep overlap, see depth); geom_core_G (G, depth.CORE_POINTS) vec3 [m] and
       geom_core_n (G,) i32: each compliant mesh's core points and their count;
+    pair_plane (W, P) broadphase.plane_record: an active planar pair's plane in its mesh's frame;
     geom_region (W, G, REGION_BOXES) box3, geom_region_G, geom_region_pair, geom_region_n: the
-      active pairs' boxes per geometry, world and mesh frame (broadphase);
+      boxes of the active pairs in which the geometry is a, world and mesh frame (broadphase);
     cand: candidate element pairs (world, pair, element of a, element of b; for a planar pair,
       (world, pair, element of the mesh, 0));
     pool: the polygon pool (pools.PolygonPool).
@@ -47,6 +48,7 @@ class Collision:
         self.counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(box3, (W, P))
+        self.pair_plane = ti.ndarray(bp.plane_record, (W, P))
         self.pair_deep = ti.ndarray(ti.i32, (W, P))  # zeros until pair_depth writes it
         cores, core_count = depth.geometry_cores(model.host)
         self.geom_core_G = ti.ndarray(vec3, (G, cores.shape[1]))
