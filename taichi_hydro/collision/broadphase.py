@@ -8,14 +8,17 @@
    clamped to the hull of its overlaps with them (a big floor triangle shrinks to the patch it
    can touch);
 3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry that is
-   geometry a of such a pair; for each active pair in which it is geometry a, its clamped box, taken into the
-   frame of geometry b's mesh, descends b's static tree (geometry.bvh); the elements of b whose
-   boxes it meets there, and whose world boxes meet it, become candidates;
+   geometry a of such a pair; for each active pair in which it is geometry a, its clamped box,
+   taken into the frame of geometry b's mesh, descends b's static tree (geometry.bvh); the
+   elements of b whose boxes it meets there, and whose world boxes meet it, become candidates;
 4. planar pairs (find_planar): one thread per world and element of a mesh in a mesh-half-space
    pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
    below it (a compliant slab) become candidates, in element order.
 Candidates are (world, pair, element of a, element of b), element b = 0 for a planar pair;
-the narrow phase clips them all in one launch.
+the narrow phase clips them all in one launch. With a skin s > 0 (collision.skin), steps 2-4
+search only the pairs that moved more than s since their last search (pair_search), with a's
+element boxes (or the plane test) widened by s; the other pairs' lists are copied from the
+last pass.
 
 The trees replace a spatial hash rebuilt every step (append cells, count per bucket, scan,
 scatter, look up: five launches and four pools). Every test is conservative: boxes that contain
