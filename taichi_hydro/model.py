@@ -61,8 +61,8 @@ class ModelData:
     geom_box_G (G, 2, 3): body-frame bounding box [m] (meshes only).
     geom_ball_G (G, 4): body-frame bounding ball, centre [m] and radius [m] (meshes only): its
       world box does not grow when the body turns, unlike the rotated box's.
-    query_elem_geom (H,): geometry of each query element (the elements of the geometries in
-      mesh-mesh pairs, one broad-phase thread per world and query element).
+    query_elem_geom (H,): geometry of each query element (the elements of the geometries that
+      are geometry a of a mesh-mesh pair, one broad-phase thread per world and query element).
     bvh_box_G (N, 2, 3) [m], bvh_node (N, 4), bvh_elem (M,), bvh_elem_box_G (M, 2, 3) [m]: the
       trees of the meshes
       (collision.bvh), mesh frame; geom_i[g, G_BVH_ROOT] is geometry g's root.
@@ -332,7 +332,7 @@ def build_model(scene: Scene) -> ModelData:
             pair_table[a, b] = pair_table[b, a] = p
             per_geom[a].append(p)
             per_geom[b].append(p)
-            query_geoms.update((a, b))
+            query_geoms.add(a)  # candidates are found from a's side only
     query_elem_geom = []
     for g in sorted(query_geoms):
         geom_i[g, G_QUERY_START] = len(query_elem_geom)

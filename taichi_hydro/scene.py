@@ -321,6 +321,9 @@ class Scene:
     names); their bodies and joints are in `bodies` and `joints`."""
     rigid_modulus: float = RIGID_MODULUS
     view: ViewSettings = field(default_factory=ViewSettings)
+    collision_skin: float = 0.0
+    """[collision] skin [m]: candidate lists kept while a pair moves less than this
+    (collision.skin); 0 searches every pair every step."""
 
     def filtered(self, a: str, b: str) -> bool:
         """True when a [[collision_filter]] lists both bodies, or a joint joins them (a
@@ -676,6 +679,9 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     if joints and solver.method not in ("auto", "newton"):
         raise st.error("method", f"the scene has joints, which only method \"newton\" solves (got {solver.method!r}; "
                                  "\"auto\" picks newton for scenes with joints)")
+    ct = _Table(top.raw("collision", {}), "[collision]", source)
+    skin = ct.number("skin", 0.0, nonneg=True)
+    ct.finish()
     vt = _Table(top.raw("view", {}), "[view]", source)
     view = ViewSettings(camera_position=vt.vector("camera_position", 3), camera_target=vt.vector("camera_target", 3))
     if view.camera_position is not None and view.camera_position == view.camera_target:
@@ -683,7 +689,8 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     vt.finish()
     top.finish()
     return Scene(bodies=bodies, dt=dt, gravity=gravity, solver=solver, source=source, collision_filters=tuple(filters),
-                 joints=joints, robots=tuple(r.robot for r in robots), rigid_modulus=rigid_modulus, view=view)
+                 joints=joints, robots=tuple(r.robot for r in robots), rigid_modulus=rigid_modulus, view=view,
+                 collision_skin=skin)
 
 
 def _robot_tables(raw: Any, source: str, base_dir: Path | None) -> list:

@@ -98,7 +98,7 @@ class Simulator(WorldAccess):
         """The containers whose size follows the world count (every one but the model)."""
         host = self.model.host
         B, P = host.body_count, host.pair_count
-        collision = Collision(self.model, W, capacities, max_capacity)
+        collision = Collision(self.model, W, capacities, max_capacity, skin=self.scene.collision_skin)
         capacity = collision.pool.capacity
         bilateral = BilateralRows(W, B)
         joints = None

@@ -1,19 +1,24 @@
 """Broad phase on the device, all worlds at once (DESIGN §3 step 2).
 
 1. world boxes of the mesh geometries; pair activity per world (box overlap, or box below the
-   plane for half-space pairs) and, for mesh-mesh pairs, the intersection box;
-2. per geometry, its active pairs and their intersection boxes ("region"): elements outside
-   every box cannot touch anything, and each element's box is clamped to the hull of its
-   overlaps with them (a big floor triangle shrinks to the patch it can touch);
-3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry in such
-   a pair; for each active pair in which it is geometry a, its clamped box, taken into the
-   frame of geometry b's mesh, descends b's static tree (geometry.bvh); the elements of b whose
-   boxes it meets there, and whose world boxes meet it, become candidates;
+   plane for half-space pairs) and, for mesh-mesh pairs, the intersection box; for planar
+   pairs, the plane in the mesh's frame (once per pair, not per element);
+2. per geometry, the active mesh-mesh pairs in which it is geometry a and their intersection
+   boxes ("region"): its elements outside every box find nothing, and each element's box is
+   clamped to the hull of its overlaps with them (a big floor triangle shrinks to the patch it
+   can touch);
+3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry that is
+   geometry a of such a pair; for each active pair in which it is geometry a, its clamped box,
+   taken into the frame of geometry b's mesh, descends b's static tree (geometry.bvh); the
+   elements of b whose boxes it meets there, and whose world boxes meet it, become candidates;
 4. planar pairs (find_planar): one thread per world and element of a mesh in a mesh-half-space
    pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
    below it (a compliant slab) become candidates, in element order.
 Candidates are (world, pair, element of a, element of b), element b = 0 for a planar pair;
-the narrow phase clips them all in one launch.
+the narrow phase clips them all in one launch. With a skin s > 0 (collision.skin), steps 2-4
+search only the pairs that moved more than s since their last search (pair_search), with a's
+element boxes (or the plane test) widened by s; the other pairs' lists are copied from the
+last pass.
 
 The trees replace a spatial hash rebuilt every step (append cells, count per bucket, scan,
 scatter, look up: five launches and four pools). Every test is conservative: boxes that contain
@@ -23,9 +28,10 @@ the elements, queries inflated by TREE_SLACK against rounding.
 import taichi as ti
 
 from ..math3d import finite_pose, quat_to_mat
+from . import skin as skin_rule
 from ..types import (
     C_CANDIDATES, FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
-    TETMESH, PairType, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
+    TETMESH, PairType, RealVector, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
 BIG = 1e30
@@ -36,6 +42,10 @@ REGION_BOXES = 8
 # float32 rounding of the change of frame is ~1e-7 of these; a query wider by 1e-5 of them
 # never misses an element the exact world-box test would keep.
 TREE_SLACK = 1e-5
+
+plane_record = RealVector(5)
+"""A planar pair's plane in its mesh's body frame M: (n_M (3,), d [m], |p_WM| [m]), the plane
+n_M . x = d with the solid (or slab) on the side n_M . x < d."""
 
 
 @ti.func
@@ -121,47 +131,89 @@ def pair_activity(
     geom_box_G: nd(dtype=box3, ndim=1),
     geom_ball_G: nd(dtype=vec4, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
+    skin: float,
+    kept_count: nd(dtype=ti.i32, ndim=1),
+    cand_kept: nd(dtype=ivec4, ndim=1),
+    pair_ref: nd(dtype=skin_rule.pair_reference, ndim=2),
     pair_active: nd(dtype=ti.i32, ndim=2),
+    pair_stale: nd(dtype=ti.i32, ndim=2),
+    pair_search: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
+    pair_plane: nd(dtype=plane_record, ndim=2),
 ):
-    """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes
-    overlap, or the mesh box reaches below a half-space; 0 in a diverged world) and
-    pair_box[w, p], the box intersection of a mesh-mesh pair. A pair with a non-finite pose (as a
-    write through a state view can leave) is inactive and marks its world diverged, so no
-    later stage of the step works on that world."""
+    """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes,
+    geometry a's inflated by the skin [m], overlap, or the mesh box reaches within the skin of
+    a half-space; 0 in a diverged world), pair_box[w, p], the box intersection of a mesh-mesh
+    pair, and pair_plane[w, p] of an active planar pair: the half-space's plane in the frame
+    of the mesh's body M, n_M . x = d (n_M unit, d [m]), and |p_WM| [m] (the scale of the
+    rounding of d), for find_planar. pair_stale[w, p] = 1 when the pair's candidates must be
+    searched this pass (always without a skin; with one, by the rule of collision.skin, which
+    also updates pair_ref, the pose at the last search), pair_search = pair_active and
+    pair_stale. A pair with a non-finite pose (as a write through a state view can leave) is
+    inactive and marks its world diverged, so no later stage of the step works on that
+    world."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
+    kept_whole = 1 if (kept_count[0] >= 0 and kept_count[0] <= cand_kept.shape[0]) else 0
     for w, p in ti.ndrange(W, P):
         pr = pair_i[p]
         t = pr[P_TYPE]
         ga, gb = pr[P_GEOM_A], pr[P_GEOM_B]
         active = 0
+        stale = 1
         inter = empty_box()
         ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
-        if world_status[w] != 0:
-            active = 0
-        elif finite_pose(body_p[w, ba], body_q[w, ba]) == 0 or finite_pose(body_p[w, bb], body_q[w, bb]) == 0:
-            ti.atomic_max(world_status[w], FROZEN_POSE)
-            active = 0
-        elif t == PairType.TET_TET or t == PairType.TET_TRI:
-            box_a = geometry_box(geom_box_G[ga], geom_ball_G[ga], quat_to_mat(body_q[w, ba]), body_p[w, ba])
-            box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], quat_to_mat(body_q[w, bb]), body_p[w, bb])
-            inter = intersect(box_a, box_b)
-            active = box_valid(inter)
+        if world_status[w] != 0 or finite_pose(body_p[w, ba], body_q[w, ba]) == 0 or finite_pose(body_p[w, bb], body_q[w, bb]) == 0:
+            if world_status[w] == 0:
+                ti.atomic_max(world_status[w], FROZEN_POSE)
+            if skin > 0.0:
+                pair_ref[w, p] = skin_rule.pair_reference(0.0)  # invalid: search once the world runs again
         else:
-            mesh, plane = ga, gb
-            if t == PairType.SLAB_TRI:
-                mesh, plane = gb, ga
-            bm, bh = geom_i[mesh][G_BODY], geom_i[plane][G_BODY]
-            box_m = geometry_box(geom_box_G[mesh], geom_ball_G[mesh], quat_to_mat(body_q[w, bm]), body_p[w, bm])
-            n = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
-            # Lowest corner of the box along n, relative to the plane.
-            lowest = 0.0
-            for k in ti.static(range(3)):
-                lowest += ti.min(n[k] * box_m[0, k], n[k] * box_m[1, k])
-            if lowest - n.dot(body_p[w, bh]) <= 0.0:
-                active = 1
+            Ra, Rb = quat_to_mat(body_q[w, ba]), quat_to_mat(body_q[w, bb])
+            if skin > 0.0:
+                # F: the frame geometry, M: the moving one (collision.skin).
+                f, m = ga, gb
+                if t == PairType.TET_PLANE:
+                    f, m = gb, ga
+                bf, bm = geom_i[f][G_BODY], geom_i[m][G_BODY]
+                Rf, Rm = Ra, Rb
+                if bf != ba:
+                    Rf, Rm = Rb, Ra
+                ball = geom_ball_G[m]
+                c_F, q_FM = skin_rule.relative_pose(ball, body_p[w, bf], body_q[w, bf], Rf, body_p[w, bm], body_q[w, bm], Rm)
+                ref = pair_ref[w, p]
+                if kept_whole == 1 and ref[7] == 1.0:
+                    delta = skin_rule.moved(ref, c_F, q_FM, ball[3])
+                    if delta + TREE_SLACK * (c_F.norm() + ball[3]) <= skin:
+                        stale = 0
+                if stale == 1:
+                    pair_ref[w, p] = skin_rule.pair_reference(c_F[0], c_F[1], c_F[2], q_FM[0], q_FM[1], q_FM[2], q_FM[3], 1.0)
+            if t == PairType.TET_TET or t == PairType.TET_TRI:
+                box_a = inflated(geometry_box(geom_box_G[ga], geom_ball_G[ga], Ra, body_p[w, ba]), skin)
+                box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], Rb, body_p[w, bb])
+                inter = intersect(box_a, box_b)
+                active = box_valid(inter)
+            else:
+                mesh, plane = ga, gb
+                Rm, Rh = Ra, Rb
+                if t == PairType.SLAB_TRI:
+                    mesh, plane = gb, ga
+                    Rm, Rh = Rb, Ra
+                bm, bh = geom_i[mesh][G_BODY], geom_i[plane][G_BODY]
+                pm = body_p[w, bm]
+                box_m = geometry_box(geom_box_G[mesh], geom_ball_G[mesh], Rm, pm)
+                n = Rh @ vec3(0.0, 0.0, 1.0)
+                # Lowest corner of the box along n, relative to the plane.
+                lowest = 0.0
+                for k in ti.static(range(3)):
+                    lowest += ti.min(n[k] * box_m[0, k], n[k] * box_m[1, k])
+                if lowest - n.dot(body_p[w, bh]) <= skin:
+                    active = 1
+                    n_M = Rm.transpose() @ n
+                    pair_plane[w, p] = plane_record(n_M[0], n_M[1], n_M[2], n.dot(body_p[w, bh] - pm), pm.norm())
         pair_active[w, p] = active
+        pair_stale[w, p] = stale
+        pair_search[w, p] = active * stale
         pair_box[w, p] = inter
 
 
@@ -172,20 +224,22 @@ def geometry_regions(
     geom_i: nd(dtype=ivec8, ndim=1),
     geom_pair_start: nd(dtype=ti.i32, ndim=1),
     geom_pair_list: nd(dtype=ti.i32, ndim=1),
-    pair_active: nd(dtype=ti.i32, ndim=2),
+    pair_i: nd(dtype=ivec8, ndim=1),
+    pair_search: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
     geom_region: nd(dtype=box3, ndim=3),
     geom_region_G: nd(dtype=box3, ndim=3),
     geom_region_pair: nd(dtype=ti.i32, ndim=3),
     geom_region_n: nd(dtype=ti.i32, ndim=2),
 ):
-    """Writes the region of geometry g in world w: the intersection boxes of g's active mesh-mesh
-    pairs, geom_region[w, g, :n] (world frame) and geom_region_G[w, g, :n] (the same boxes
-    taken into g's mesh frame: the boxes of the turned boxes, inflated by TREE_SLACK), their
-    pair ids geom_region_pair[w, g, :n], and their number n = geom_region_n[w, g] (0: no
-    active pair). With n > REGION_BOXES, slot 0 holds the union of the boxes and the pair ids
-    are not kept."""
-    W = pair_active.shape[0]
+    """Writes the region of geometry g in world w: the intersection boxes of the mesh-mesh
+    pairs to search (pair_search) in which g is geometry a (the only pairs whose candidates g's elements look
+    for, find_candidates), geom_region[w, g, :n] (world frame) and geom_region_G[w, g, :n] (the
+    same boxes taken into g's mesh frame: the boxes of the turned boxes, inflated by
+    TREE_SLACK), their pair ids geom_region_pair[w, g, :n], and their number n =
+    geom_region_n[w, g] (0: no such pair). With n > REGION_BOXES, slot 0 holds the union of the
+    boxes and the pair ids are not kept."""
+    W = pair_search.shape[0]
     G = geom_i.shape[0]
     K = geom_region.shape[2]
     for w, g in ti.ndrange(W, G):
@@ -193,7 +247,7 @@ def geometry_regions(
         n = 0
         for k in range(geom_pair_start[g], geom_pair_start[g + 1]):
             p = geom_pair_list[k]
-            if pair_active[w, p] == 1:
+            if pair_search[w, p] == 1 and pair_i[p][P_GEOM_A] == g:
                 region = union(region, pair_box[w, p])
                 if n < K:
                     geom_region[w, g, n] = pair_box[w, p]
@@ -232,14 +286,14 @@ def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G:
 
 
 @ti.func
-def clamped_box(w: ti.i32, g: ti.i32, e: ti.i32, gi: ivec8, R: mat3, p: vec3, tet_X_G: ti.template(), tri_X_G: ti.template(),
-                geom_region: ti.template(), geom_region_n: ti.template()) -> box3:
+def clamped_box(w: ti.i32, g: ti.i32, e: ti.i32, gi: ivec8, R: mat3, p: vec3, skin: float, tet_X_G: ti.template(),
+                tri_X_G: ti.template(), geom_region: ti.template(), geom_region_n: ti.template()) -> box3:
     """World box of element e (index within geometry g's mesh, gi = geom_i[g], (R, p) the pose
-    of g's body) clamped to g's region in world w: the hull of its overlaps with the region's
+    of g's body), inflated by the skin [m], clamped to g's region in world w: the hull of its overlaps with the region's
     boxes (slot 0 alone, the union, when the region has more than REGION_BOXES); empty
     (invalid) when it meets none. Elements of a pair can only meet inside the pair's box, so
     inside the clamped box."""
-    elem = element_box(gi[G_KIND], gi[G_POOL_START] + e, tet_X_G, tri_X_G, R, p)
+    elem = inflated(element_box(gi[G_KIND], gi[G_POOL_START] + e, tet_X_G, tri_X_G, R, p), skin)
     n_region = geom_region_n[w, g]
     box = empty_box()
     n_box = n_region if n_region <= geom_region.shape[2] else 1
@@ -281,7 +335,8 @@ def find_candidates(
     geom_pair_start: nd(dtype=ti.i32, ndim=1),
     geom_pair_list: nd(dtype=ti.i32, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
-    pair_active: nd(dtype=ti.i32, ndim=2),
+    pair_search: nd(dtype=ti.i32, ndim=2),
+    skin: float,
     bvh_box_G: nd(dtype=box3, ndim=1),
     bvh_node: nd(dtype=ivec4, ndim=1),
     bvh_elem: nd(dtype=ti.i32, ndim=1),
@@ -289,11 +344,12 @@ def find_candidates(
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
 ):
-    """Appends the candidates of the active mesh-mesh pairs, each once (found from a's side
-    only): (world, pair, element of a, element of b) where b's element box meets a's element box
-    clamped to a's region, both in the world frame, b's elements found through its tree (their
-    boxes in b's mesh frame against the clamped box taken into that frame). Elements that meet
-    do so inside the pair's box, so inside the clamped box: no such pair is missed."""
+    """Appends the candidates of the mesh-mesh pairs to search (pair_search), each once (found
+    from a's side only): (world, pair, element of a, element of b) where b's element box meets
+    a's element box inflated by the skin [m] and clamped to a's region, both in the world
+    frame, b's elements found through its tree (their boxes in b's mesh frame against the
+    clamped box taken into that frame). Elements within the skin of each other are so inside
+    the pair's box, so inside the clamped box: no such pair is missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
     for w, h in ti.ndrange(W, query_count):
@@ -304,13 +360,14 @@ def find_candidates(
             ba = gi[G_BODY]
             la = h - gi[G_QUERY_START]
             # Most elements lie outside the region: find out in the mesh's frame, untransformed.
-            local = element_box(gi[G_KIND], gi[G_POOL_START] + la, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
+            local = inflated(element_box(gi[G_KIND], gi[G_POOL_START] + la, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0)),
+                             skin)
             near = 0
             for k in range(n_pairs if n_pairs <= K else 1):
                 near |= boxes_meet(local, geom_region_G[w, g, k])
             box_a = empty_box()
             if near == 1:
-                box_a = clamped_box(w, g, la, gi, quat_to_mat(body_q[w, ba]), body_p[w, ba], tet_X_G, tri_X_G, geom_region,
+                box_a = clamped_box(w, g, la, gi, quat_to_mat(body_q[w, ba]), body_p[w, ba], skin, tet_X_G, tri_X_G, geom_region,
                                     geom_region_n)
             if box_valid(box_a) == 1:
                 listed = n_pairs <= K  # else scan g's pair list
@@ -321,9 +378,9 @@ def find_candidates(
                         p = geom_region_pair[w, g, k]
                     else:
                         q = geom_pair_list[geom_pair_start[g] + k]
-                        if pair_active[w, q] == 1:
+                        if pair_search[w, q] == 1 and pair_i[q][P_GEOM_A] == g:
                             p = q
-                    if p >= 0 and pair_i[p][P_GEOM_A] == g:
+                    if p >= 0:
                         gb = pair_i[p][P_GEOM_B]
                         gib = geom_i[gb]
                         bb = gib[G_BODY]
@@ -352,9 +409,9 @@ def find_candidates(
 def find_planar(
     planar_task: nd(dtype=ti.math.ivec2, ndim=1),
     planar_task_count: ti.i32,
-    pair_active: nd(dtype=ti.i32, ndim=2),
-    body_p: nd(dtype=vec3, ndim=2),
-    body_q: nd(dtype=vec4, ndim=2),
+    pair_search: nd(dtype=ti.i32, ndim=2),
+    pair_plane: nd(dtype=plane_record, ndim=2),
+    skin: float,
     geom_i: nd(dtype=ivec8, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     tet_X_G: nd(dtype=tet_vertices, ndim=1),
@@ -362,35 +419,30 @@ def find_planar(
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
 ):
-    """Appends the candidates of the active planar pairs, one thread per world and (pair,
-    element of its mesh): (world, pair, element, 0) for the elements whose boxes (mesh frame)
-    reach the plane z = 0 of the half-space body (solid below): those the plane crosses when
-    the half-space is rigid (an element wholly inside or outside it has no slice), those that
-    reach below it when it is a compliant slab (the equal-pressure surface of a submerged tet,
+    """Appends the candidates of the planar pairs to search (pair_search), one thread per
+    world and (pair, element of its mesh): (world, pair, element, 0) for the elements whose
+    boxes (mesh frame) reach within the skin [m] of the plane z = 0 of the half-space body
+    (solid below): those the plane crosses when the half-space is rigid (an element wholly
+    inside or outside it has no slice), those that reach below it when it is a compliant slab (the equal-pressure surface of a submerged tet,
     or a submerged triangle, is a polygon too). Candidates come in element order, as the
     elements were clipped before the trees: Gauss-Seidel's sweeps follow the rows' order, and
     a tree's spatial order (one side of a resting ring after the other) left a stiff ring
     rocking (tests/test_rigid_contact.py)."""
-    W = body_p.shape[0]
+    W = pair_search.shape[0]
     for w, k in ti.ndrange(W, planar_task_count):
         pair, e = planar_task[k][0], planar_task[k][1]
-        if pair_active[w, pair] == 1:
+        if pair_search[w, pair] == 1:
             pr = pair_i[pair]
             t = pr[P_TYPE]
-            mesh, half = pr[P_GEOM_A], pr[P_GEOM_B]
-            if t == PairType.SLAB_TRI:
-                mesh, half = pr[P_GEOM_B], pr[P_GEOM_A]
-            gm = geom_i[mesh]
-            bm, bh = gm[G_BODY], geom_i[half][G_BODY]
-            Rm, pm = quat_to_mat(body_q[w, bm]), body_p[w, bm]
-            n_W = quat_to_mat(body_q[w, bh]) @ vec3(0.0, 0.0, 1.0)
-            n = Rm.transpose() @ n_W  # the plane n . x = d in the mesh's frame
-            d = n_W.dot(body_p[w, bh] - pm)
+            gm = geom_i[pr[P_GEOM_B] if t == PairType.SLAB_TRI else pr[P_GEOM_A]]  # the mesh
+            plane = pair_plane[w, pair]
+            n = vec3(plane[0], plane[1], plane[2])  # the plane n . x = d in the mesh's frame
+            d = plane[3]
             b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
             lowest, highest = 0.0, 0.0  # of the box along n
             for c in ti.static(range(3)):
                 lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
                 highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
-            slack = TREE_SLACK * (highest - lowest + ti.abs(d) + pm.norm())
-            if lowest <= d + slack and (t != PairType.TET_PLANE or highest >= d - slack):
+            slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
+            if lowest <= d + slack + skin and (t != PairType.TET_PLANE or highest >= d - slack - skin):
                 append_candidate(ivec4(w, pair, e, 0), counts, cand)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import numpy as np
 import taichi as ti
 
-from ..errors import CapacityError
+from ..errors import ArgumentError, CapacityError
 from ..model import Model, _upload
 from ..plan import Plan
 from ..types import C_CANDIDATES, C_POLYGONS, COUNTER_SLOTS, box3, host_float, ivec4, vec3
 from . import broadphase as bp
 from . import depth
 from . import narrowphase as narrow
+from . import skin as skin_rule
 from .clip import MERGE_REL
 from .pools import CAPACITY_NAMES, Capacities, PolygonPool
 
@@ -32,21 +33,39 @@ class Collision:
     pair_deep (W, P) i32: 1 where a compliant mesh's core is inside the rigid geometry of its
       pair (deep overlap, see depth); geom_core_G (G, depth.CORE_POINTS) vec3 [m] and
       geom_core_n (G,) i32: each compliant mesh's core points and their count;
+    pair_plane (W, P) broadphase.plane_record: an active planar pair's plane in its mesh's frame;
+    pair_stale, pair_search (W, P) i32: pairs whose candidates this pass searches, and of those
+      the active ones (all, without a skin);
+    pair_ref (W, P) skin.pair_reference, cand_kept (candidates,) ivec4, kept_count (1,) i32: with
+      a skin, each pair's pose at its last search and the last pass's candidates (collision.skin;
+      one-row placeholders without a skin);
     geom_region (W, G, REGION_BOXES) box3, geom_region_G, geom_region_pair, geom_region_n: the
-      active pairs' boxes per geometry, world and mesh frame (broadphase);
+      boxes of the active pairs in which the geometry is a, world and mesh frame (broadphase);
     cand: candidate element pairs (world, pair, element of a, element of b; for a planar pair,
       (world, pair, element of the mesh, 0));
     pool: the polygon pool (pools.PolygonPool).
-    Scalars: query_count, planar_task_count, merge_rel."""
+    Scalars: query_count, planar_task_count, merge_rel, skin.
 
-    def __init__(self, model: Model, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28):
+    skin [m]: 0 searches every pair's candidates every pass; s > 0 keeps a pair's list while
+    it moves less than s relative to its pose at the last search (collision.skin)."""
+
+    def __init__(self, model: Model, worlds: int, capacities: Capacities | None = None, max_capacity: int = 1 << 28,
+                 skin: float = 0.0):
         self.model = model
         self.worlds = worlds
         self.max_capacity = max_capacity
+        if not (np.isfinite(skin) and skin >= 0.0):
+            raise ArgumentError(f"Collision: skin must be a finite length >= 0 m, got {skin!r}")
+        self.skin = float(skin)
         W, P, G = worlds, max(model.pair_count, 1), max(model.geom_count, 1)  # padded: Taichi rejects empty arrays
         self.counts = ti.ndarray(ti.i32, COUNTER_SLOTS)
         self.pair_active = ti.ndarray(ti.i32, (W, P))
         self.pair_box = ti.ndarray(box3, (W, P))
+        self.pair_plane = ti.ndarray(bp.plane_record, (W, P))
+        self.pair_stale = ti.ndarray(ti.i32, (W, P))
+        self.pair_search = ti.ndarray(ti.i32, (W, P))
+        self.pair_ref = ti.ndarray(skin_rule.pair_reference, (W, P) if self.skin > 0.0 else (1, 1))
+        self.kept_count = ti.ndarray(ti.i32, 1)
         self.pair_deep = ti.ndarray(ti.i32, (W, P))  # zeros until pair_depth writes it
         cores, core_count = depth.geometry_cores(model.host)
         self.geom_core_G = ti.ndarray(vec3, (G, cores.shape[1]))
@@ -72,6 +91,8 @@ class Collision:
                 )
         self.caps = caps
         self.cand = ti.ndarray(ivec4, caps.candidates)
+        self.cand_kept = ti.ndarray(ivec4, caps.candidates if self.skin > 0.0 else 1)
+        self.kept_count.fill(-1)  # nothing kept: the next pass searches every pair
         self.pool = PolygonPool(caps.polygons)
 
     def arrays(self) -> dict:
@@ -79,7 +100,8 @@ class Collision:
         out = {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
         out.update(self.pool.arrays())
         m = self.model
-        out.update(query_count=int(m.query_elem_count), planar_task_count=int(m.planar_task_count), merge_rel=float(MERGE_REL))
+        out.update(query_count=int(m.query_elem_count), planar_task_count=int(m.planar_task_count), merge_rel=float(MERGE_REL),
+                   skin=self.skin)
         return out
 
     def add_launches(self, plan: Plan) -> None:
@@ -92,12 +114,16 @@ class Collision:
         plan.add(bp.pair_activity)
         if depth.has_deep_pairs(m.host):
             plan.add(depth.pair_depth)
+        if self.skin > 0.0:
+            plan.add(skin_rule.keep_candidates)
         if m.query_elem_count > 0:
             plan.add(bp.geometry_regions)
             plan.add(bp.find_candidates)
         if m.planar_task_count > 0:
             plan.add(bp.find_planar)
         plan.add(narrow.clip_candidates)
+        if self.skin > 0.0:
+            plan.add(skin_rule.save_candidates)
 
     def overflow(self, counts: np.ndarray) -> Capacities | None:
         """The grown capacities if `counts` overflowed any pool, else None."""

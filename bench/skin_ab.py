@@ -1,0 +1,81 @@
+"""Collision kernels per step with and without a skin ([collision] skin, collision.skin),
+from the same state, with Taichi's kernel profiler (one launch at a time).
+
+    python -m bench.skin_ab --arch cpu --case pile_27_settled --worlds 64 --skin 1e-4 --steps 48
+
+Settles the case once (its `settle` steps, without a skin) and saves the state to
+--state-dir (default .cache/bench_states); each run loads it (Simulator.set_state), steps 16 untimed steps (compilation,
+pool growth) and `steps` timed ones, and prints one line: ms per step of each collision
+kernel, their sum, all kernels, the most candidates and polygons, and the share of active
+pairs searched in the last step. Run it once per skin value (and with PYTHONPATH pointing at
+another checkout for that version, which prints without the skin columns)."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import os
+import re
+
+from . import cases as registry
+
+COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "keep_candidates", "geometry_regions", "find_candidates",
+           "find_planar", "clip_candidates", "save_candidates")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.skin_ab", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--arch", default="cpu")
+    p.add_argument("--case", default="pile_27_settled")
+    p.add_argument("--worlds", type=int, default=64)
+    p.add_argument("--skin", type=float, default=0.0, help="[collision] skin [m]; 0: off")
+    p.add_argument("--steps", type=int, default=48)
+    p.add_argument("--state-dir", default=".cache/bench_states", help="where the settled states are kept")
+    args = p.parse_args(argv)
+    import numpy as np
+    import taichi as ti
+
+    import taichi_hydro as th
+    from taichi_hydro.output import atomic_write
+    from taichi_hydro.types import C_CANDIDATES, C_POLYGONS
+
+    th.init(args.arch, profiler=True)
+    case = registry.find_dynamics(args.case)
+    scene = case.scene()
+    if args.skin > 0:
+        scene = dataclasses.replace(scene, collision_skin=args.skin)
+    sim = th.Simulator(scene, worlds=args.worlds, graph=False)
+    if case.settle:
+        path = os.path.join(args.state_dir, f"settled_{args.case}_{args.worlds}.npz")
+        if not os.path.exists(path):
+            sim.step(case.settle)
+            os.makedirs(args.state_dir, exist_ok=True)
+            settled = sim.get_state()
+            atomic_write(path, lambda tmp: np.savez(tmp, **settled))
+        state = dict(np.load(path))
+        sim.set_state(**{k: state[k] for k in ("position", "orientation", "velocity", "angular_velocity")})
+    sim.step(16)
+    sim.world_status()
+    ti.profiler.clear_kernel_profiler_info()
+    sim.step(args.steps)
+    sim.world_status()
+    total = collections.Counter()
+    for r in ti.lang.impl.get_runtime().prog.get_kernel_profiler_records():
+        total[re.sub(r"_c\d+_\d+_kernel.*", "", r.name)] += r.kernel_time
+    ms = {k: total[k] / args.steps for k in COLLIDE if total[k]}
+    counts = sim.max_counts.to_numpy()
+    line = (f"case={args.case} worlds={args.worlds} skin={args.skin} steps={args.steps} "
+            + " ".join(f"{k}_ms={v:.2f}" for k, v in ms.items())
+            + f" collide_ms={sum(ms.values()):.2f} all_kernels_ms={sum(total.values()) / args.steps:.2f}"
+            + f" candidates_max={int(counts[C_CANDIDATES])} polygons_max={int(counts[C_POLYGONS])}")
+    if hasattr(sim.collision, "pair_stale"):
+        active = sim.collision.pair_active.to_numpy()
+        line += f" searched_active_pairs={(active * sim.collision.pair_stale.to_numpy()).sum() / max(active.sum(), 1):.3f}"
+    print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""Temporal coherence of the broad phase: candidate lists kept while the pair barely moves
+(Verlet lists; issue 18 item 2). Off unless a skin s > 0 [m] is given.
+
+The rule. When the candidates of a pair (geometries F, M) are searched, every element box of
+one side is inflated by s, so the list holds every element pair whose elements are within
+distance s of each other (two convex elements at distance <= s have world boxes whose gap along
+every axis is <= s). The pair's pose at that search is kept as a reference: the position c_F
+of the centre c of M's bounding ball (radius r_M, about its body's frame) in the body frame of
+F, and the relative orientation q_FM. While the pair's later poses satisfy
+
+    delta = |c_F - c_F,ref| + 2 |vec(q_FM q_FM,ref^-1)| r_M  <=  s - rounding,
+
+the list is kept. Why it holds: a point y of M is c + u with |u| <= r_M; in F's frame it is at
+c_F + R_FM u, so it moved by (c_F - c_F,ref) + (R_FM - R_FM,ref) u, and
+|(R_FM - R_FM,ref) u| = |(R_FM R_FM,ref^T - 1) R_FM,ref u| = 2 sin(theta / 2) |u_perp| <=
+2 |vec(q_rel)| r_M, where theta is the angle of the relative turn q_rel (|vec(q_rel)| =
+sin(theta / 2) exactly, without the ill-conditioned acos). No point of M moves by more than
+delta relative to F, so two elements farther apart than s at the search are still apart by
+more than s - delta >= 0 now: they do not intersect and have no polygon. The list is a superset
+of the element pairs that intersect, and clipping (every step) decides exactly which do: the
+polygons are those of a fresh search. rounding = TREE_SLACK (|c_F| + r_M) covers float32
+rounding of delta. F is geometry a of a mesh-mesh pair and M geometry b; for a planar pair F is
+the half-space and M the mesh (a plane has no bounding ball). The bound depends only on the
+relative pose, not on how the bodies got there: poses written from the host (set_state, reset)
+or a chunk replayed after a pool overflow keep a list valid when the rule holds.
+
+A pair is searched again (stale) when the rule fails, when its reference is invalid (first
+step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
+pool overflowed in the last pass, or was reallocated: kept_count < 0). Stale pairs are
+searched with the inflated boxes; the candidates of the other pairs are copied from the last
+pass (keep_candidates), and the new list is saved for the next pass (save_candidates).
+
+Order. Candidates arrive through an atomic counter, kept ones first (in their previous
+relative order, up to the interleaving of parallel threads) and then those of the searched
+pairs: the order differs from a fresh search's, which is itself thread-timing dependent. The
+deterministic mode ([solver] deterministic = true) orders contact rows by (pair, element a,
+element b), so its results are independent of it, bit for bit equal with and without a skin
+(tests/test_skin.py)."""
+
+import taichi as ti
+
+from ..math3d import quat_mul
+from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, vec4
+
+pair_reference = RealVector(8)
+"""A pair's pose at its last search: (c_F (3) [m], q_FM (4), valid (1 or 0))."""
+
+
+@ti.func
+def quat_conj(q: vec4) -> vec4:
+    return vec4(q[0], -q[1], -q[2], -q[3])
+
+
+@ti.func
+def relative_pose(ball_M: vec4, p_F: vec3, q_F: vec4, R_F, p_M: vec3, q_M: vec4, R_M):
+    """(c_F, q_FM): the centre of M's bounding ball (ball_M = centre in M's body frame, radius)
+    in F's body frame [m], and M's orientation in F's frame (F, M given by their world poses,
+    R the rotation matrices of q)."""
+    c_W = R_M @ vec3(ball_M[0], ball_M[1], ball_M[2]) + p_M
+    return R_F.transpose() @ (c_W - p_F), quat_mul(quat_conj(q_F), q_M)
+
+
+@ti.func
+def moved(ref: pair_reference, c_F: vec3, q_FM: vec4, radius: float) -> float:
+    """delta [m]: a bound on how far any point of M moved in F's frame since the reference
+    (module docstring)."""
+    q_ref = vec4(ref[3], ref[4], ref[5], ref[6])
+    q_rel = quat_mul(q_FM, quat_conj(q_ref))
+    turn = ti.sqrt(q_rel[1] * q_rel[1] + q_rel[2] * q_rel[2] + q_rel[3] * q_rel[3])  # sin(theta / 2)
+    return (c_F - vec3(ref[0], ref[1], ref[2])).norm() + 2.0 * turn * radius
+
+
+@ti.kernel
+def keep_candidates(
+    kept_count: nd(dtype=ti.i32, ndim=1),
+    cand_kept: nd(dtype=ivec4, ndim=1),
+    pair_stale: nd(dtype=ti.i32, ndim=2),
+    counts: nd(dtype=ti.i32, ndim=1),
+    cand: nd(dtype=ivec4, ndim=1),
+):
+    """Reads the last pass's list (cand_kept, kept_count rows; pair_activity marks every pair
+    stale when that list is incomplete). Appends to cand the candidates of the pairs that are
+    not stale."""
+    n = ti.min(kept_count[0], cand_kept.shape[0])
+    for c in range(n):
+        key = cand_kept[c]
+        if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
+            k = ti.atomic_add(counts[C_CANDIDATES], 1)
+            if k < cand.shape[0]:
+                cand[k] = key
+
+
+@ti.kernel
+def save_candidates(counts: nd(dtype=ti.i32, ndim=1), cand: nd(dtype=ivec4, ndim=1), cand_kept: nd(dtype=ivec4, ndim=1),
+                    kept_count: nd(dtype=ti.i32, ndim=1)):
+    """cand_kept = this pass's candidates, kept_count = their number (as counted: above the
+    capacity when the pool overflowed, which makes the next pass search every pair)."""
+    kept_count[0] = counts[C_CANDIDATES]
+    for c in range(ti.min(counts[C_CANDIDATES], cand.shape[0], cand_kept.shape[0])):
+        cand_kept[c] = cand[c]
