@@ -1,7 +1,7 @@
 """Exclusive prefix sum of an i32 ndarray on every backend (Taichi's own PrefixSumExecutor
 works on fields and only on CUDA/Vulkan; this one takes ndarrays anywhere): one launch
 (scan_serial) for up to BLOCK items, such as the worlds of most batches, else three
-(scan_blocks, scan_sums, scan_add). add_scan picks them when a plan is built."""
+(scan_blocks, scan_serial over the block sums, scan_add). add_scan picks them when a plan is built."""
 
 import taichi as ti
 
@@ -22,19 +22,6 @@ def scan_blocks(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1)
                 x[i] = total
                 total += v
         block_sum[b] = total
-
-
-@ti.kernel
-def scan_sums(block_sum: nd(dtype=ti.i32, ndim=1), nblocks: ti.i32):
-    """Exclusive scan of the block sums in one thread."""
-    ti.loop_config(serialize=True)
-    for _ in range(1):
-        total = 0
-        for b in range(nblocks):
-            v = block_sum[b]
-            block_sum[b] = total
-            total += v
-        block_sum[nblocks] = total
 
 
 @ti.func
@@ -78,7 +65,7 @@ def add_scan(plan, x: str, scratch: str, count: str, blocks: str, n: int) -> Non
         plan.add(scan_serial, x=x, n=count)
         return
     plan.add(scan_blocks, x=x, block_sum=scratch, n=count)
-    plan.add(scan_sums, block_sum=scratch, nblocks=blocks)
+    plan.add(scan_serial, x=scratch, n=blocks)  # the block sums -> each block's offset
     plan.add(scan_add, x=x, block_sum=scratch, n=count)
 
 
