@@ -137,7 +137,6 @@ def clip_candidate(
     idx = geom_i[mesh][G_POOL_START] + la
     ws = w % geom_scale.shape[0]
     s_mesh, s_other = geom_scale[ws, mesh], geom_scale[ws, other]
-    planar = t != PairType.TET_TET and t != PairType.TET_TRI
     n_plane = Ro @ vec3(0.0, 0.0, 1.0)  # planar pairs: the half-space body's plane z = 0 (solid below)
     slab = s_other * geom_slab_gradient[other]  # E/H of a compliant half-space [Pa/m]
 
