@@ -7,6 +7,7 @@ import gc
 import sys
 import warnings
 
+from . import frontend
 from .errors import BackendError, LaunchBudgetError
 
 __all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
@@ -74,6 +75,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         kwargs["cpu_max_num_threads"] = cpu_threads
     if cache_dir:  # otherwise Taichi reads $TI_OFFLINE_CACHE_FILE_PATH itself
         kwargs["offline_cache_file_path"] = cache_dir
+    frontend.install()
     try:
         # ti.init prints "Starting on arch=..." on stdout: send it to stderr.
         with contextlib.redirect_stdout(sys.stderr if quiet else sys.stdout):
