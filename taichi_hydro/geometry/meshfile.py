@@ -8,7 +8,6 @@ import io
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import ConvexHull, cKDTree
 
 from ..errors import MeshError
 from .mesh import TetMesh, TriMesh, boundary_faces, tet_signed_volumes
@@ -109,6 +108,8 @@ def _check_stl_size(path: Path) -> None:
 
 def convex_hull(surface: TriMesh) -> TriMesh:
     """The convex hull of a surface's vertices as an outward triangle mesh."""
+    from scipy.spatial import ConvexHull
+
     hull = ConvexHull(surface.vertices)
     used, remap = np.unique(hull.simplices, return_inverse=True)
     hm = TriMesh(surface.vertices[used], remap.reshape(-1, 3))
@@ -121,6 +122,8 @@ def convex_hull(surface: TriMesh) -> TriMesh:
 
 def is_convex(surface: TriMesh, rel_tol: float = 1e-6) -> bool:
     """True when the enclosed volume equals the convex hull's to `rel_tol`."""
+    from scipy.spatial import ConvexHull
+
     hull_volume = ConvexHull(surface.vertices).volume
     return abs(hull_volume - surface.volume()) <= rel_tol * hull_volume
 
@@ -159,6 +162,8 @@ def distance_to_surface(points: np.ndarray, surface_vertices: np.ndarray, triang
     above, d(p) <= |p - q|; a triangle whose centroid m lies farther from p than that bound plus
     the triangle's radius about m (the farthest of its vertices) cannot be closer, so only the
     triangles within that ball are tested (a k-d tree finds them)."""
+    from scipy.spatial import cKDTree
+
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     if len(points) == 0:
         return np.zeros(0)

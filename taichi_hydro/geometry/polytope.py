@@ -16,8 +16,6 @@ vertices on the boundary.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.spatial import HalfspaceIntersection, cKDTree
 
 from ..errors import MeshError
 
@@ -32,6 +30,8 @@ def polytope_distance(normals: np.ndarray, offsets: np.ndarray, points: np.ndarr
 
 def _chebyshev_center(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """A point deep inside {x : a x <= b} (centre of the largest inscribed ball)."""
+    from scipy.optimize import linprog  # imported where used: about 1 s at start-up otherwise
+
     norms = np.linalg.norm(a, axis=1)
     res = linprog(
         c=[0, 0, 0, -1],
@@ -61,6 +61,8 @@ def polytope_medial_mesh(normals: np.ndarray, offsets: np.ndarray) -> tuple[np.n
 
     normals: (F, 3) unit outward face normals; offsets: (F,) [m]. Returns (vertices (n, 3),
     tets (m, 4)) with positively oriented tets."""
+    from scipy.spatial import HalfspaceIntersection, cKDTree
+
     normals = np.asarray(normals, dtype=np.float64)
     offsets = np.asarray(offsets, dtype=np.float64)
     nf = len(normals)

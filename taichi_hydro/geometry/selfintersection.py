@@ -16,7 +16,6 @@ the vertex pierces). Triangles that overlap within one plane are not reported.""
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from .mesh import TriMesh
 
@@ -31,6 +30,8 @@ def crossing_triangles(surface: TriMesh, rel_tol: float = 1e-9, limit: int = 1) 
     diagonal, a crossing point as on the triangle when its barycentric coordinates are all >= -rel_tol. Candidates: pairs of triangles whose bounding spheres (about the centroid, through
     the farthest vertex) overlap, found per size class (radii within a factor of 2) so that a few
     large triangles do not make every pair a candidate."""
+    from scipy.spatial import cKDTree
+
     v, f = surface.vertices, surface.triangles
     x = v[f]  # (m, 3, 3)
     centre = x.mean(axis=1)
