@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print a JSON summary")
     r.add_argument("--summary", help="also write the JSON summary to this file (.json)")
     r.add_argument("--plot", help="write a plot of contact forces, polygons, solver iterations and energy over time (.png)")
-    r.add_argument("--record", help="also render world 0 offscreen at 30 frames per simulated second: FILE.gif|.mp4 "
+    r.add_argument("--record", help="also render world 0 offscreen at 25 frames per simulated second: FILE.gif|.mp4 "
                    "(or .png, the last frame); the run is simulated once")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
     r.add_argument("--quick-compile", action="store_true", help="compile the kernels without Taichi's IR optimisations: "
@@ -145,7 +145,7 @@ def _view(args) -> int:
         raise ArgumentError(f"--camera: the position {list(camera[0])} is the target; they must differ")
     th.init(args.arch)
     sim = th.Simulator(scene, worlds=args.worlds)
-    per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (30 * scene.dt)))
+    per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (viewer.RECORD_FPS * scene.dt)))
     if args.record is None:
         viewer.view(sim, world=args.world, steps_per_frame=per_frame, patches=not args.no_patches, normals=args.normals,
                     forces=args.forces, tets=args.tets, joints=args.joints, camera=camera, tile=args.tile)
@@ -240,7 +240,7 @@ def _run(args) -> int:
     if history is not None:
         samplers.append(("sampling", max(1, steps // 200), history.record))
     if renderer is not None:
-        samplers.append(("rendering", max(1, round(1 / (30 * scene.dt))), lambda: images.append(renderer.render())))
+        samplers.append(("rendering", max(1, round(1 / (viewer.RECORD_FPS * scene.dt))), lambda: images.append(renderer.render())))
     samplers.append(("sampling", max(1, min(100, steps // 50 or 1)), lambda: None))  # progress updates
     timing = {"setup_s": time.perf_counter() - started, "rendering": 0.0, "sampling": 0.0}
     t0 = time.perf_counter()
