@@ -196,13 +196,10 @@ def joint_summary(scene, dof_names: list[str], state: dict) -> dict:
 
 
 def _run(args) -> int:
-    import numpy as np
-
     import taichi_hydro as th
     from taichi_hydro import viewer
-    from taichi_hydro.history import History
-    from taichi_hydro.output import atomic_write, check_output, write_text
-    from taichi_hydro.progress import progress_bar
+    from taichi_hydro.output import check_output
+    from taichi_hydro.plot_process import PlotProcess
 
     started = time.perf_counter()
     scene = th.load_scene(args.scene)
@@ -217,6 +214,24 @@ def _run(args) -> int:
     steps = args.steps if args.steps is not None else round((args.time if args.time is not None else 1.0) / scene.dt)
     if steps > INT32_MAX:
         raise ArgumentError(f"--time {args.time:g}: {steps:.3g} steps of dt = {scene.dt:g} s; at most {INT32_MAX} steps per run")
+    # The plot process imports matplotlib on another core meanwhile (--shards refuses --plot later).
+    plot = PlotProcess() if args.plot is not None and args.shards is None else None
+    try:
+        return _simulate(args, scene, steps, started, plot)
+    finally:
+        if plot is not None:
+            plot.close()
+
+
+def _simulate(args, scene, steps: int, started: float, plot) -> int:
+    """The body of `run` once its arguments are checked: simulate, sample, render, write."""
+    import numpy as np
+
+    from taichi_hydro import viewer
+    from taichi_hydro.history import History
+    from taichi_hydro.output import atomic_write, write_text
+    from taichi_hydro.progress import progress_bar
+
     sim = _simulator(args, scene)
     record = args.out is not None
     frames = {k: [] for k in ("time", "position", "orientation", "velocity", "angular_velocity")}
@@ -268,6 +283,8 @@ def _run(args) -> int:
     totals = sim.step_totals()
     status = sim.world_status()
     t0 = time.perf_counter()
+    if history is not None:  # drawn by the plot process while the outputs below are written
+        plot.submit(args.plot, history.arrays(), history.pairs, scene.source)
     if record:
         arrays = {"body_names": np.array(sim.body_names), "dt": scene.dt, **{k: np.array(v) for k, v in frames.items()}}
         if sim.joint_names:
@@ -278,8 +295,8 @@ def _run(args) -> int:
     timing["write_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if history is not None:
-        history.plot(args.plot)
-    timing["plot_s"] = time.perf_counter() - t0
+        plot.result()
+    timing["plot_s"] = time.perf_counter() - t0  # the wait for the plot process
     summary = {
         "scene": scene.source,
         "arch": args.arch,

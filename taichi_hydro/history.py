@@ -23,7 +23,7 @@ from .output import atomic_write, check_output
 from .rotation import rotation_matrices
 from .types import BODY_DYNAMIC
 
-__all__ = ["History", "energies"]
+__all__ = ["History", "energies", "figure_of", "write_plot"]
 
 LABELLED_PAIRS = 6
 """Body pairs with their own colour and legend entry in the force panel (the largest peaks)."""
@@ -85,59 +85,71 @@ class History:
 
     def plot(self, path) -> Path:
         """Write figure() to `path` (PNG) atomically; returns the path."""
-        path = check_output(path, (".png",), "plot", create_folder=True)
-        fig = self.figure()
-        try:
-            atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
-        finally:
-            import matplotlib.pyplot as plt
-
-            plt.close(fig)
-        return path
+        return write_plot(path, self.arrays() if self._samples else {}, self.pairs, self.sim.scene.source)
 
     def figure(self):
-        """A matplotlib figure of four panels over time: contact force per body pair, polygons
-        and contacts, solver iterations, energy (close it with matplotlib.pyplot.close)."""
-        if len(self) < 2:
-            raise HydroError(f"plot: {len(self)} sample(s); record at least two")
-        try:
-            import matplotlib
+        """figure_of this history (close it with matplotlib.pyplot.close)."""
+        return figure_of(self.arrays() if self._samples else {}, self.pairs, self.sim.scene.source)
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError as exc:
-            raise HydroError('plots need matplotlib: pip install "taichi-hydro[plot]"') from exc
-        a = self.arrays()
-        t = a["time"]
-        fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, layout="constrained")
-        worlds = a["kinetic"].shape[1]
-        spread = "world 0" if worlds == 1 else f"world 0 (line) and the spread over {worlds} worlds"
-        title = f"{self.sim.scene.source}: {spread}"
-        fig.suptitle(title, fontsize=10)
-        peak = a["force"].max(axis=(0, 1)) if len(self.pairs) else np.zeros(0)
-        order = [i for i in np.argsort(-peak) if peak[i] > 0]  # pairs that never touched are left out
-        for rank, i in enumerate(order):
-            lo, hi = self.pairs[i]
-            if rank < LABELLED_PAIRS:
-                _series(axes[0], t, a["force"][:, :, i], f"{lo} - {hi}")
-            else:  # the rest in grey, one legend entry for all of them
-                label = f"{len(order) - LABELLED_PAIRS} other pairs" if rank == LABELLED_PAIRS else None
-                axes[0].plot(t, a["force"][:, 0, i], color="0.7", linewidth=0.6, label=label, zorder=0)
-        axes[0].set_ylabel("contact force [N]")
-        axes[1].plot(t, a["polygons"], label="polygons per world and step")
-        _series(axes[1], t, a["contacts"], "contacts (last step)")
-        axes[1].set_ylabel("count")
-        _series(axes[2], t, a["iterations"], "solver iterations (last step)")
-        axes[2].set_ylabel("iterations")
-        _series(axes[3], t, a["kinetic"] + a["potential"], "kinetic + potential")
-        _series(axes[3], t, a["kinetic"], "kinetic")
-        axes[3].set_ylabel("energy [J]")
-        axes[3].set_xlabel("time [s]")
-        for ax in axes:
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7, loc="upper right", ncol=2 if ax is axes[0] else 1)
-            ax.grid(alpha=0.3)
-        return fig
+
+def write_plot(path, arrays: dict, pairs: list, source: str) -> Path:
+    """Write figure_of(arrays, pairs, source) to `path` (PNG) atomically; returns the path."""
+    path = check_output(path, (".png",), "plot", create_folder=True)
+    fig = figure_of(arrays, pairs, source)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return path
+
+
+def figure_of(arrays: dict, pairs: list, source: str):
+    """A matplotlib figure of four panels over time: contact force per body pair, polygons and
+    contacts, solver iterations, energy. arrays: History.arrays(); pairs: History.pairs (the
+    body names of each force column); source: the scene, for the title. A pure function of its
+    arguments, so that a child process can draw it (plot_process.py)."""
+    samples = len(arrays.get("time", ()))
+    if samples < 2:
+        raise HydroError(f"plot: {samples} sample(s); record at least two")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise HydroError('plots need matplotlib: pip install "taichi-hydro[plot]"') from exc
+    a = arrays
+    t = a["time"]
+    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, layout="constrained")
+    worlds = a["kinetic"].shape[1]
+    spread = "world 0" if worlds == 1 else f"world 0 (line) and the spread over {worlds} worlds"
+    fig.suptitle(f"{source}: {spread}", fontsize=10)
+    peak = a["force"].max(axis=(0, 1)) if len(pairs) else np.zeros(0)
+    order = [i for i in np.argsort(-peak) if peak[i] > 0]  # pairs that never touched are left out
+    for rank, i in enumerate(order):
+        lo, hi = pairs[i]
+        if rank < LABELLED_PAIRS:
+            _series(axes[0], t, a["force"][:, :, i], f"{lo} - {hi}")
+        else:  # the rest in grey, one legend entry for all of them
+            label = f"{len(order) - LABELLED_PAIRS} other pairs" if rank == LABELLED_PAIRS else None
+            axes[0].plot(t, a["force"][:, 0, i], color="0.7", linewidth=0.6, label=label, zorder=0)
+    axes[0].set_ylabel("contact force [N]")
+    axes[1].plot(t, a["polygons"], label="polygons per world and step")
+    _series(axes[1], t, a["contacts"], "contacts (last step)")
+    axes[1].set_ylabel("count")
+    _series(axes[2], t, a["iterations"], "solver iterations (last step)")
+    axes[2].set_ylabel("iterations")
+    _series(axes[3], t, a["kinetic"] + a["potential"], "kinetic + potential")
+    _series(axes[3], t, a["kinetic"], "kinetic")
+    axes[3].set_ylabel("energy [J]")
+    axes[3].set_xlabel("time [s]")
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper right", ncol=2 if ax is axes[0] else 1)
+        ax.grid(alpha=0.3)
+    return fig
 
 
 def _series(ax, t: np.ndarray, values: np.ndarray, label: str) -> None:

@@ -92,8 +92,8 @@ def test_the_figure_has_its_four_panels_and_the_plot_is_a_png(arch, tmp_path):
 
 
 def test_cli_run_writes_the_plot_and_the_animation_in_one_run(arch, tmp_path):
-    """run --plot --record: one simulation, sampled for the plot and rendered at 30 frames per
-    simulated second (300 steps of 1 ms: frames at steps 0, 33, ..., 297 and the last, 11)."""
+    """run --plot --record: one simulation, sampled for the plot and rendered at 25 frames per
+    simulated second (300 steps of 1 ms: frames at steps 0, 40, ..., 280 and the last, 9)."""
     pytest.importorskip("matplotlib")
     from taichi_hydro.vulkan_info import vulkan_devices
 
@@ -105,7 +105,33 @@ def test_cli_run_writes_the_plot_and_the_animation_in_one_run(arch, tmp_path):
     assert r.returncode == 0, r.stderr
     assert imageio.imread(out).ndim == 3 and "plot written to" in r.stdout
     if vulkan_devices():
-        assert len(imageio.mimread(gif)) == 11 and "11 frame(s) written to" in r.stdout
+        assert len(imageio.mimread(gif)) == 9 and "9 frame(s) written to" in r.stdout
     bad = subprocess.run([sys.executable, "-m", "taichi_hydro.cli", "run", "scenes/ball_drop.toml", "--plot", "x.jpg"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "--plot" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_plot_process_draws_what_history_plot_draws_and_reports_errors(arch, tmp_path):
+    """PlotProcess (the run's plot on another core): the same pixels as History.plot from the
+    same samples; a failure in the child comes back as HydroError with the child's message; a
+    process closed without a plot ends."""
+    pytest.importorskip("matplotlib")
+    from taichi_hydro.plot_process import PlotProcess
+
+    sim = th.Simulator(scene([ground(), ball()], dt=1e-3), worlds=2)
+    history = History(sim)
+    for _ in range(4):
+        sim.step(20)
+        history.record()
+    here = history.plot(tmp_path / "here.png")
+    drawing, failing, idle = PlotProcess(), PlotProcess(), PlotProcess()
+    drawing.submit(tmp_path / "child.png", history.arrays(), history.pairs, sim.scene.source)
+    one_sample = {k: v[:1] for k, v in history.arrays().items()}
+    failing.submit(tmp_path / "bad.png", one_sample, history.pairs, sim.scene.source)
+    assert drawing.result() == tmp_path / "child.png"
+    np.testing.assert_array_equal(imageio.imread(tmp_path / "child.png"), imageio.imread(here))
+    with pytest.raises(th.HydroError, match="1 sample"):
+        failing.result()
+    assert not (tmp_path / "bad.png").exists()
+    idle.close()
+    assert idle._process.exitcode == 0
