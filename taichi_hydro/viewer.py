@@ -15,6 +15,7 @@ PNG (last frame), GIF or MP4 (imageio with its ffmpeg plugin) through imageio.""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,47 +111,52 @@ def flat_triangles(vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarr
     return v.reshape(-1, 3), np.asarray(colors)[tri].reshape(-1, 3), np.repeat(n, 3, axis=0)
 
 
+VBO_COLUMNS = 12
+"""Floats per vertex in GGUI's vertex buffer (taichi 1.7): position 3, normal 3, texture
+coordinates 2, RGBA 4."""
+
+
 @dataclass
 class _Buffer:
-    """Taichi fields for one flat-shaded draw call, grown by doubling (fields cannot be resized).
+    """The vertex buffer of one flat-shaded draw call, grown by doubling: a host array in GGUI's
+    own vertex layout (VBO_COLUMNS), handed to GGUI's renderer as a host pointer.
 
-    Drawn through scene.mesh_instance with one identity model matrix, never scene.mesh: GGUI's
-    mesh vertex shader (Mesh_vk.vert, taichi 1.7) always reads a model matrix from the mesh's
-    instance-transform storage buffer and blends it as I (1 - a) + M a with a = 0 when no
-    transforms are given, but that buffer is freshly allocated for every draw call of every frame
-    and never written then. Its bytes are whatever the driver's allocator left there (on Mesa's
-    lavapipe, host memory of earlier frames); when they hold a NaN or an infinity, M * 0 is NaN,
-    every vertex position is NaN and the whole draw call vanishes (measured on main: 68 of 120
-    renders lost the shaded bodies and floor or the patches, bench/viewer_stress.py). Passing the
-    matrix makes GGUI copy it into that buffer before the draw, so the shader reads only
-    initialised data."""
+    GGUI's Python scene.mesh_instance (taichi 1.7) would copy Taichi fields into such an array
+    with a kernel templated on the fields, so every field compiles its own copy kernels on first
+    use (three per buffer, plus one for the model matrix: about 3.5 s of the main job's first
+    frame on a cold cache) and launches them every frame; filling the array with NumPy costs no
+    compilation and no launch.
 
-    capacity: int = 0
+    Drawn with one identity model matrix, never as a plain mesh: GGUI's mesh vertex shader
+    (Mesh_vk.vert, taichi 1.7) always reads a model matrix from the mesh's instance-transform
+    storage buffer and blends it as I (1 - a) + M a with a = 0 when no transforms are given, but
+    that buffer is freshly allocated for every draw call of every frame and never written then.
+    Its bytes are whatever the driver's allocator left there (on Mesa's lavapipe, host memory of
+    earlier frames); when they hold a NaN or an infinity, M * 0 is NaN, every vertex position is
+    NaN and the whole draw call vanishes (measured on main: 68 of 120 renders lost the shaded
+    bodies and floor or the patches, bench/viewer_stress.py). Passing the matrix makes GGUI copy
+    it into that buffer before the draw, so the shader reads only initialised data."""
+
     count: int = 0
-    vertices: object = None
-    colors: object = None
-    normals: object = None
-    identity: object = None  # (1,) 4x4 f32 field: the one instance's model matrix
+    vbo: np.ndarray | None = None  # (capacity, VBO_COLUMNS) float32; rows past count are not drawn
+    identity: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(4, dtype=np.float32)[None])  # (1, 4, 4) model matrix
 
     def upload(self, vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarray) -> None:
-        import taichi as ti
-
         v, c, n = flat_triangles(vertices, colors, triangles)
         self.count = len(v)
-        if self.count > self.capacity or self.vertices is None:
-            self.capacity = max(96, 1 << int(np.ceil(np.log2(max(self.count, 1)))))
-            self.vertices, self.colors, self.normals = (ti.Vector.field(3, ti.f32, self.capacity) for _ in range(3))
-        if self.identity is None:
-            self.identity = ti.Matrix.field(4, 4, ti.f32, shape=1)
-            self.identity.from_numpy(np.eye(4, dtype=np.float32)[None])
-        for field, data in ((self.vertices, v), (self.colors, c), (self.normals, n)):
-            full = np.zeros((self.capacity, 3), np.float32)
-            full[: self.count] = data
-            field.from_numpy(full)
+        if self.vbo is None or self.count > len(self.vbo):
+            self.vbo = np.zeros((max(96, 1 << int(np.ceil(np.log2(max(self.count, 1))))), VBO_COLUMNS), np.float32)
+        rows = self.vbo[: self.count]
+        rows[:, 0:3], rows[:, 3:6], rows[:, 8:11], rows[:, 11] = v, n, c, 1.0
 
     def draw(self, scene, wireframe: bool = False) -> None:
-        scene.mesh_instance(self.vertices, normals=self.normals, per_vertex_color=self.colors, vertex_count=self.count,
-                            two_sided=True, transforms=self.identity, show_wireframe=wireframe)
+        """One instance of the buffer's first `count` vertices as triangles (scene: the window's
+        taichi.ui SceneV2). The arrays are read by pointer: they stay as they are until the frame
+        is drawn (canvas.scene), since the next upload comes after it."""
+        from taichi.ui.utils import get_field_info
+
+        scene.scene.mesh_instance(get_field_info(self.vbo), True, get_field_info(None), (0.5, 0.5, 0.5), True,
+                                  get_field_info(self.identity), 1, 0, self.count, 0, self.count, 0, wireframe)
 
 
 def inset_triangles(image: np.ndarray, x0: float, y0: float, width: float, height: float):
