@@ -8,11 +8,11 @@ import functools
 import numpy as np
 import taichi as ti
 
-from . import interop
+from . import hostcopy, interop
 from .backend import require_generation, spend_launches
+from .checks import range_problem
 from .errors import SceneError
 from .joint import kernels as jk
-from .checks import range_problem
 from .params import sample_values, scene_parameters
 from .plan import Plan
 from .state import STATE_FIELDS, checked_checkpoint, checked_reset_state, checked_state, reset_worlds, select_worlds
@@ -63,7 +63,7 @@ class WorldAccess:
         """A new (n, B) vec3/vec4 ndarray holding v (n, B, 3|4), in the device float type."""
         arr = ti.ndarray(ti.types.vector(v.shape[2], float), v.shape[:2])
         spend_launches(1)
-        arr.from_numpy(np.ascontiguousarray(v, dtype=host_float()))
+        hostcopy.from_numpy(arr, np.ascontiguousarray(v, dtype=host_float()))
         return arr
 
     @live
@@ -92,7 +92,7 @@ class WorldAccess:
         rows = np.full(self.worlds, -1, dtype=np.int32)
         rows[selected] = np.arange(len(selected), dtype=np.int32)
         spend_launches(1)
-        self.world_row.from_numpy(rows)
+        hostcopy.from_numpy(self.world_row, rows)
         args = {**self.bindings(), "world_row": self.world_row}
         args.update({f"stage_{k}": stage[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)})
         self._reset_plan.run(args)
@@ -128,8 +128,8 @@ class WorldAccess:
         (parameters() reads them back); the warm start is the solver's initial guess only."""
         fields = self.state.fields()
         spend_launches(len(fields) + 1)
-        out = {name: arr.to_numpy() for name, arr in fields.items()}
-        out["world_status"] = self.state.world_status.to_numpy()
+        out = {name: hostcopy.to_numpy(arr) for name, arr in fields.items()}
+        out["world_status"] = hostcopy.to_numpy(self.state.world_status)
         out["world_steps"] = self._world_steps.copy()
         return out
 
@@ -149,8 +149,8 @@ class WorldAccess:
         self.reset()
         spend_launches(len(STATE_FIELDS) + 1)
         for name, arr in self.state.fields().items():
-            arr.from_numpy(c[name])
-        self.state.world_status.from_numpy(c["world_status"])
+            hostcopy.from_numpy(arr, c[name])
+        hostcopy.from_numpy(self.state.world_status, c["world_status"])
         self._world_steps[:] = c["world_steps"]
         self.set_control(force=force, torque=torque)
 
@@ -172,7 +172,7 @@ class WorldAccess:
                 continue
             v = checked_state(name, value, width, every, self.body_names, "set_state", host_float())
             spend_launches(1)
-            arr.from_numpy(np.ascontiguousarray(v, dtype=host_float()))
+            hostcopy.from_numpy(arr, np.ascontiguousarray(v, dtype=host_float()))
         self._measure_joints()
 
     def _measure_joints(self) -> None:
@@ -207,7 +207,7 @@ class WorldAccess:
                 continue
             v = checked_state(name, value, 3, np.arange(self.worlds), self.body_names, "set_control", host_float())
             spend_launches(1)
-            arr.from_numpy(v.astype(host_float()))
+            hostcopy.from_numpy(arr, v.astype(host_float()))
 
     @live
     def world_status(self) -> np.ndarray:
@@ -215,7 +215,7 @@ class WorldAccess:
         FROZEN_SPEED (1) a non-finite or absurd velocity, FROZEN_SPIN (2) angular velocity,
         FROZEN_POSE (3) a non-finite pose (taichi_hydro.FROZEN_REASONS, frozen_reasons())."""
         spend_launches(1)
-        return self.state.world_status.to_numpy()
+        return hostcopy.to_numpy(self.state.world_status)
 
     def frozen_reasons(self) -> dict[int, str]:
         """{world index: why it was frozen} for every frozen world (empty when all run)."""
@@ -288,7 +288,7 @@ class WorldAccess:
                 interop.rows_to_external(arr, t, arr.n)
                 out[name] = t
             return out
-        return {name: arr.to_numpy().astype(np.float64) for name, arr in fields.items()}
+        return {name: hostcopy.to_numpy(arr).astype(np.float64) for name, arr in fields.items()}
 
     @live
     def state_tensors(self) -> dict:
@@ -329,7 +329,7 @@ class WorldAccess:
         return list(self.joint_layout.dof_names) if self.joint_layout is not None else []
 
     def _joint_rows(self, a) -> np.ndarray:
-        return a.to_numpy()[:, : len(self.joint_names)].astype(np.float64)
+        return hostcopy.to_numpy(a)[:, : len(self.joint_names)].astype(np.float64)
 
     @live
     def joint_state(self, as_torch: bool = False) -> dict[str, np.ndarray]:
@@ -387,8 +387,8 @@ class WorldAccess:
         if self.joints is None:
             return {"force": np.zeros((self.worlds, 0, 3)), "torque": np.zeros((self.worlds, 0, 3))}
         spend_launches(2)
-        return {"force": self.joints.joint_force.to_numpy()[:, :n].astype(np.float64),
-                "torque": self.joints.joint_torque.to_numpy()[:, :n].astype(np.float64)}
+        return {"force": hostcopy.to_numpy(self.joints.joint_force)[:, :n].astype(np.float64),
+                "torque": hostcopy.to_numpy(self.joints.joint_torque)[:, :n].astype(np.float64)}
 
     @live
     def set_joint_control(self, target=None, target_velocity=None, effort=None) -> None:
@@ -443,4 +443,4 @@ class WorldAccess:
             full = np.zeros((W, max(D, 1)), dtype=host_float())
             full[:, :D] = v
             spend_launches(1)
-            self.joints.controls[key].from_numpy(full)
+            hostcopy.from_numpy(self.joints.controls[key], full)

@@ -17,8 +17,9 @@ from functools import cached_property
 import numpy as np
 import taichi as ti
 
-from .geometry.bvh import mesh_trees, outward_float32
+from . import hostcopy
 from .errors import SceneError
+from .geometry.bvh import mesh_trees, outward_float32
 from .geometry.build import Geometry, body_geometries
 from .geometry.mass import UnitMassProperties, gyration_radius, inertia_matrix, union_props
 from .geometry.twin import NoTwin, Side, choose_twin, max_gradient
@@ -483,7 +484,7 @@ def _upload(dtype, array: np.ndarray, min_len: int = 1):
     if len(array):
         host = np.zeros((n, *array.shape[1:]), dtype=array.dtype)
         host[: len(array)] = array
-        a.from_numpy(host.astype(np.int32 if np.issubdtype(array.dtype, np.integer) else host_float()))
+        hostcopy.from_numpy(a, host.astype(np.int32 if np.issubdtype(array.dtype, np.integer) else host_float()))
     return a
 
 
@@ -521,7 +522,7 @@ class Model:
         table = -np.ones((max(G, 1), max(G, 1)), dtype=np.int32)  # padded: Taichi rejects empty arrays
         table[:G, :G] = host.pair_table
         self.pair_table = ti.ndarray(ti.i32, shape=table.shape)
-        self.pair_table.from_numpy(table)
+        hostcopy.from_numpy(self.pair_table, table)
         self.geom_pair_start = _upload(ti.i32, host.geom_pair_start)
         self.geom_pair_list = _upload(ti.i32, host.geom_pair_list)
         self.planar_task = _upload(ti.types.vector(2, ti.i32), host.planar_task)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import taichi as ti
 
+from . import hostcopy
 from .backend import spend_launches
 from .checks import range_problem, unrepresentable
 from .errors import SceneError
@@ -383,7 +384,7 @@ class WorldParams:
     def _upload(self, dtype, shape: tuple, values: np.ndarray):
         arr = ti.ndarray(dtype, shape)
         spend_launches(1)
-        arr.from_numpy(np.ascontiguousarray(values, dtype=self._float))
+        hostcopy.from_numpy(arr, np.ascontiguousarray(values, dtype=self._float))
         return arr
 
     def _set(self, name: str, dtype, values: np.ndarray) -> None:
@@ -393,7 +394,7 @@ class WorldParams:
             setattr(self, name, self._upload(dtype, (self.worlds, *arr.shape[1:]), values))
             return
         spend_launches(1)
-        arr.from_numpy(np.ascontiguousarray(values, dtype=self._float))
+        hostcopy.from_numpy(arr, np.ascontiguousarray(values, dtype=self._float))
 
     def set(self, mass=None, friction=None, modulus=None, dissipation=None, gravity=None) -> None:
         """Parse every value first (SceneError naming the parameter, body, world and value),

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import taichi as ti
 
+from . import hostcopy
 from . import integrator as ig
 from .access import WorldAccess, live
 from .advice import warn_unlikely
@@ -249,16 +250,16 @@ class Simulator(WorldAccess):
         for name, arr in self._chunk_arrays().items():
             if name not in self._saved_state:  # the joints' arrays (scalar): a copy made on first use
                 self._saved_state[name] = ti.ndarray(arr.dtype, arr.shape)
-            self._saved_state[name].copy_from(arr)
+            hostcopy.copy(self._saved_state[name], arr)
         for name, arr in self._counted().items():
-            self._saved_counts[name].copy_from(arr)
+            hostcopy.copy(self._saved_counts[name], arr)
         self.warm.save()
 
     def _restore(self) -> None:
         for name, arr in self._chunk_arrays().items():
-            arr.copy_from(self._saved_state[name])
+            hostcopy.copy(arr, self._saved_state[name])
         for name, arr in self._counted().items():
-            arr.copy_from(self._saved_counts[name])
+            hostcopy.copy(arr, self._saved_counts[name])
         self.warm.restore()
 
     @live
@@ -273,17 +274,17 @@ class Simulator(WorldAccess):
             self._resize_rows()
             args = self.bindings()
             self._save()
-            sums_before = self.stat_sums.to_numpy()
+            sums_before = hostcopy.to_numpy(self.stat_sums)
             while True:
                 self.max_counts.fill(0)
                 for _ in range(chunk):
                     self._step_plan.run(args, graph=self.graph)
-                grown = self.collision.overflow(self.max_counts.to_numpy())
+                grown = self.collision.overflow(hostcopy.to_numpy(self.max_counts))
                 if grown is None:
                     break
                 # Back to the chunk's start, warm-start table included (rehashed if it grows).
                 self._restore()
-                self.stat_sums.from_numpy(sums_before)
+                hostcopy.from_numpy(self.stat_sums, sums_before)
                 self.collision.grow(grown)
                 self._resize_rows()
                 args = self.bindings()
@@ -316,7 +317,7 @@ class Simulator(WorldAccess):
                 ti.sync()
                 totals[name] += time.perf_counter() - t0
                 start = end
-        if self.collision.overflow(self.max_counts.to_numpy()) is not None:
+        if self.collision.overflow(hostcopy.to_numpy(self.max_counts)) is not None:
             raise CapacityError("profile_stages: a pool overflowed; call step() first so the pools grow")
         self.step_count += steps
         self._world_steps += steps
@@ -340,7 +341,7 @@ class Simulator(WorldAccess):
         counts = self.collide()
         pool = self.collision.pool.to_numpy(int(counts[C_POLYGONS]))
         spend_launches(1)
-        return group_surfaces(pool, world, self.model.host, self.collision.pair_deep.to_numpy()[world])
+        return group_surfaces(pool, world, self.model.host, hostcopy.to_numpy(self.collision.pair_deep)[world])
 
     # ----------------------------------------------------------------------------- statistics
 
@@ -352,15 +353,18 @@ class Simulator(WorldAccess):
         world each sweep)."""
         s = self.solver
         spend_launches(4)
-        iterations, contacts = s.world_iterations.to_numpy().astype(int), s.world_contacts.to_numpy().astype(int)
-        updates = s.world_updates.to_numpy().astype(int) if self.options.schedule in ("world", "block") else iterations * contacts
-        return {"iterations": iterations, "residual": s.world_residual.to_numpy(), "contacts": contacts, "updates": updates}
+        iterations = hostcopy.to_numpy(s.world_iterations).astype(int)
+        contacts = hostcopy.to_numpy(s.world_contacts).astype(int)
+        world_rows = self.options.schedule in ("world", "block")
+        updates = hostcopy.to_numpy(s.world_updates).astype(int) if world_rows else iterations * contacts
+        return {"iterations": iterations, "residual": hostcopy.to_numpy(s.world_residual), "contacts": contacts,
+                "updates": updates}
 
     @live
     def step_totals(self) -> dict[str, float]:
         """Sums since reset: steps, polygons (all worlds), contacts, solver iterations."""
         spend_launches(1)
-        s = self.stat_sums.to_numpy()
+        s = hostcopy.to_numpy(self.stat_sums)
         return {"steps": float(s[S_STEPS]), "polygons": float(s[S_POLYGONS]), "contacts": float(s[S_CONTACTS]),
                 "iterations": float(s[S_ITERATIONS])}
 
@@ -379,7 +383,7 @@ class Simulator(WorldAccess):
         second body from the first [N], world frame, shape (worlds, pairs, 3); zero where the pair
         is apart (contact_forces of one world, without the pairs that are apart)."""
         spend_launches(1)
-        impulse = self.warm.pair_impulse.to_numpy().astype(np.float64)
+        impulse = hostcopy.to_numpy(self.warm.pair_impulse).astype(np.float64)
         names, column = self.model.host.body_pairs
         out = np.zeros((self.worlds, len(names), 3))
         np.add.at(out, (slice(None), column), impulse[:, :len(column)] / self.dt)  # in pair order, as a loop would

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import taichi as ti
 
+from .. import hostcopy
 from ..errors import ArgumentError, CapacityError
 from ..model import Model, _upload
 from ..plan import Plan
@@ -70,7 +71,7 @@ class Collision:
         cores, core_count = depth.geometry_cores(model.host)
         self.geom_core_G = ti.ndarray(vec3, (G, cores.shape[1]))
         if len(cores):
-            self.geom_core_G.from_numpy(cores.astype(host_float()))
+            hostcopy.from_numpy(self.geom_core_G, cores.astype(host_float()))
         self.geom_core_n = _upload(ti.i32, core_count)
         self.geom_region = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
         self.geom_region_G = ti.ndarray(box3, (W, G, bp.REGION_BOXES))
@@ -140,7 +141,7 @@ class Collision:
         while True:
             plan.run(args, graph=use_graph)
             self.passes += 1
-            counts = self.counts.to_numpy().astype(np.int64)
+            counts = hostcopy.to_numpy(self.counts).astype(np.int64)
             grown = self.overflow(counts)
             if grown is None:
                 self.last_counts = counts

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import taichi as ti
 
+from .. import hostcopy
 from ..types import ivec4, poly_record, poly_vertex_values, poly_vertices, vec3
 
 __all__ = ["Capacities", "PolygonPool", "CAPACITY_NAMES"]
@@ -61,4 +62,4 @@ class PolygonPool:
     def to_numpy(self, count: int) -> dict[str, np.ndarray]:
         """Host copy of the first `count` rows."""
         n = min(count, self.capacity)
-        return {k: v.to_numpy()[:n] for k, v in self.arrays().items()}
+        return {k: hostcopy.to_numpy(v)[:n] for k, v in self.arrays().items()}

@@ -13,7 +13,7 @@ cold, like a fresh simulator. When the pools grow, the entries move to the large
 
 import taichi as ti
 
-from .. import hashing
+from .. import hashing, hostcopy
 from ..backend import spend_launches
 from ..plan import ndarray_dtype
 from ..types import ID_PAIR, ID_WORLD, K_WORLD, ivec4, mat3, nd, vec3
@@ -62,12 +62,12 @@ class WarmStartTable:
     def save(self) -> None:
         """Copy the table and the pair impulses aside (the start of a chunk of steps)."""
         for saved, arr in zip((*self._saved, self._saved_pair_impulse), (*self._arrays(), self.pair_impulse)):
-            saved.copy_from(arr)
+            hostcopy.copy(saved, arr)
 
     def restore(self) -> None:
         """Back to the last save()."""
         for saved, arr in zip((*self._saved, self._saved_pair_impulse), (*self._arrays(), self.pair_impulse)):
-            arr.copy_from(saved)
+            hostcopy.copy(arr, saved)
 
     def forget(self, world_row) -> None:
         """Hide the stored impulses of the worlds with world_row[w] >= 0 (see forget_worlds)."""

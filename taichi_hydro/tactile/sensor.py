@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import taichi as ti
 
-from .. import interop
+from .. import hostcopy, interop
 from ..backend import spend_launches
 from ..checks import integer
 from ..errors import SceneError
@@ -54,7 +54,7 @@ class TactileSensor:
         self.shear_array = ti.ndarray(vec2, (worlds, rows, cols))
         self.face_array = ti.ndarray(float, 14)
         spend_launches(3)
-        self.face_array.from_numpy(face.packed().astype(host_float()))
+        hostcopy.from_numpy(self.face_array, face.packed().astype(host_float()))
         self.pressure_array.fill(0.0)
         self.shear_array.fill(0.0)
 
@@ -75,12 +75,12 @@ class TactileSensor:
     def pressure(self) -> np.ndarray:
         """(worlds, rows, cols) [Pa], a host copy."""
         spend_launches(1)
-        return self.pressure_array.to_numpy().astype(np.float64)
+        return hostcopy.to_numpy(self.pressure_array).astype(np.float64)
 
     def shear(self) -> np.ndarray:
         """(worlds, rows, cols, 2) [Pa] (u, v components), a host copy."""
         spend_launches(1)
-        return self.shear_array.to_numpy().astype(np.float64)
+        return hostcopy.to_numpy(self.shear_array).astype(np.float64)
 
     def tensors(self) -> dict:
         """Zero-copy torch views (cpu and cuda backends; interop.tensor_view): pressure (worlds,
