@@ -116,16 +116,50 @@ VBO_COLUMNS = 12
 coordinates 2, RGBA 4."""
 
 
+def _field_info(array):
+    """GGUI's description of a host array (a host pointer it reads while drawing), or of none."""
+    from taichi.ui.utils import get_field_info
+
+    return get_field_info(array)
+
+
+@dataclass
+class _HostVBO:
+    """A vertex buffer in GGUI's own layout (VBO_COLUMNS floats per vertex) in host memory,
+    grown by doubling, which GGUI's renderer reads through a pointer.
+
+    GGUI's Python drawing calls (scene.mesh_instance, scene.lines, canvas.triangles; taichi
+    1.7) would copy Taichi fields into such an array with kernels templated on the fields, so
+    every field compiles its own copy kernels on first use (the pile's first frame compiled 28,
+    about 3.5 s on a cold cache) and launches them every frame; filling the array with NumPy
+    compiles and launches nothing. The array stays as it is until the frame is drawn
+    (canvas.scene or the window's image), since the next fill comes after it."""
+
+    minimum: int = 96
+    count: int = 0
+    rows: np.ndarray | None = None  # (capacity, VBO_COLUMNS) float32; rows past count are zero
+
+    def fill(self, positions: np.ndarray, colors: np.ndarray | None = None, normals: np.ndarray | None = None) -> None:
+        """positions (n, 2 or 3) (2: canvas coordinates, z = 0), colors (n, 3) RGB in [0, 1],
+        normals (n, 3); alpha 1."""
+        n = len(positions)
+        if self.rows is None or n > len(self.rows):
+            self.rows = np.zeros((max(self.minimum, 1 << int(np.ceil(np.log2(max(n, 1))))), VBO_COLUMNS), np.float32)
+        else:
+            self.rows[n: self.count] = 0.0
+        self.count = n
+        rows = self.rows[:n]
+        rows[:, : positions.shape[1]] = positions
+        if normals is not None:
+            rows[:, 3:6] = normals
+        if colors is not None:
+            rows[:, 8:11] = colors
+        rows[:, 11] = 1.0
+
+
 @dataclass
 class _Buffer:
-    """The vertex buffer of one flat-shaded draw call, grown by doubling: a host array in GGUI's
-    own vertex layout (VBO_COLUMNS), handed to GGUI's renderer as a host pointer.
-
-    GGUI's Python scene.mesh_instance (taichi 1.7) would copy Taichi fields into such an array
-    with a kernel templated on the fields, so every field compiles its own copy kernels on first
-    use (three per buffer, plus one for the model matrix: about 3.5 s of the main job's first
-    frame on a cold cache) and launches them every frame; filling the array with NumPy costs no
-    compilation and no launch.
+    """One flat-shaded draw call of triangles (a _HostVBO).
 
     Drawn with one identity model matrix, never as a plain mesh: GGUI's mesh vertex shader
     (Mesh_vk.vert, taichi 1.7) always reads a model matrix from the mesh's instance-transform
@@ -137,26 +171,22 @@ class _Buffer:
     bodies and floor or the patches, bench/viewer_stress.py). Passing the matrix makes GGUI copy
     it into that buffer before the draw, so the shader reads only initialised data."""
 
-    count: int = 0
-    vbo: np.ndarray | None = None  # (capacity, VBO_COLUMNS) float32; rows past count are not drawn
-    identity: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(4, dtype=np.float32)[None])  # (1, 4, 4) model matrix
+    vbo: _HostVBO = dataclasses.field(default_factory=_HostVBO)
+    identity: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(4, dtype=np.float32)[None])  # (1, 4, 4)
+
+    @property
+    def count(self) -> int:
+        return self.vbo.count
 
     def upload(self, vertices: np.ndarray, colors: np.ndarray, triangles: np.ndarray) -> None:
         v, c, n = flat_triangles(vertices, colors, triangles)
-        self.count = len(v)
-        if self.vbo is None or self.count > len(self.vbo):
-            self.vbo = np.zeros((max(96, 1 << int(np.ceil(np.log2(max(self.count, 1))))), VBO_COLUMNS), np.float32)
-        rows = self.vbo[: self.count]
-        rows[:, 0:3], rows[:, 3:6], rows[:, 8:11], rows[:, 11] = v, n, c, 1.0
+        self.vbo.fill(v, c, n)
 
     def draw(self, scene, wireframe: bool = False) -> None:
-        """One instance of the buffer's first `count` vertices as triangles (scene: the window's
-        taichi.ui SceneV2). The arrays are read by pointer: they stay as they are until the frame
-        is drawn (canvas.scene), since the next upload comes after it."""
-        from taichi.ui.utils import get_field_info
-
-        scene.scene.mesh_instance(get_field_info(self.vbo), True, get_field_info(None), (0.5, 0.5, 0.5), True,
-                                  get_field_info(self.identity), 1, 0, self.count, 0, self.count, 0, wireframe)
+        """One instance of the uploaded triangles (scene: the window's taichi.ui SceneV2)."""
+        count = self.vbo.count
+        scene.scene.mesh_instance(_field_info(self.vbo.rows), True, _field_info(None), (0.5, 0.5, 0.5), True,
+                                  _field_info(self.identity), 1, 0, count, 0, count, 0, wireframe)
 
 
 def inset_triangles(image: np.ndarray, x0: float, y0: float, width: float, height: float):
@@ -175,53 +205,34 @@ def inset_triangles(image: np.ndarray, x0: float, y0: float, width: float, heigh
     return v, colors
 
 
+@dataclass
 class _Triangles2D:
-    """Taichi fields of canvas triangles (2D vertices, colours), grown by doubling."""
+    """Canvas triangles (2D vertices, colours) drawn from a _HostVBO."""
 
-    capacity: int = 0
-    count: int = 0
-    vertices: object = None
-    colors: object = None
+    vbo: _HostVBO = dataclasses.field(default_factory=_HostVBO)
 
     def draw(self, canvas, vertices: np.ndarray, colors: np.ndarray) -> None:
-        import taichi as ti
-
-        self.count = len(vertices)
-        if self.count == 0:
+        if len(vertices) == 0:
             return
-        if self.count > self.capacity:
-            self.capacity = max(96, 1 << int(np.ceil(np.log2(self.count))))
-            self.vertices, self.colors = ti.Vector.field(2, ti.f32, self.capacity), ti.Vector.field(3, ti.f32, self.capacity)
-        v, c = np.zeros((self.capacity, 2), np.float32), np.zeros((self.capacity, 3), np.float32)
-        v[: self.count], c[: self.count] = vertices, colors
-        # Unused slots: degenerate triangles at the origin.
-        self.vertices.from_numpy(v)
-        self.colors.from_numpy(c)
-        canvas.triangles(self.vertices, per_vertex_color=self.colors)
+        self.vbo.fill(np.asarray(vertices, np.float32), np.asarray(colors, np.float32))
+        # Unused rows are degenerate triangles at the origin (GGUI draws the whole buffer).
+        canvas.canvas.triangles(_field_info(self.vbo.rows), _field_info(None), True, (0.5, 0.5, 0.5))
 
 
+@dataclass
 class _Lines:
-    """A Taichi field of segment end points (pairs) for one scene.lines call, grown by doubling."""
+    """Segment end points (pairs) for one scene.lines call, drawn from a _HostVBO."""
 
-    capacity: int = 0
-    count: int = 0
-    field: object = None
+    vbo: _HostVBO = dataclasses.field(default_factory=lambda: _HostVBO(minimum=64))
 
     def draw(self, scene, segments: np.ndarray, color, width: float = 2.0) -> None:
         """segments: (k, 2, 3) world points [m]."""
-        import taichi as ti
-
         points = np.asarray(segments, np.float32).reshape(-1, 3)
-        self.count = len(points)
-        if self.count == 0:
+        if len(points) == 0:
             return
-        if self.count > self.capacity:
-            self.capacity = max(64, 1 << int(np.ceil(np.log2(self.count))))
-            self.field = ti.Vector.field(3, ti.f32, self.capacity)
-        full = np.zeros((self.capacity, 3), np.float32)
-        full[: self.count] = points
-        self.field.from_numpy(full)
-        scene.lines(self.field, width=width, color=tuple(color), vertex_count=self.count)
+        self.vbo.fill(points)
+        count = self.vbo.count
+        scene.scene.lines(_field_info(self.vbo.rows), _field_info(None), False, tuple(color), width, count, 0, count, 0)
 
 
 def tet_edges(tets: np.ndarray) -> np.ndarray:
