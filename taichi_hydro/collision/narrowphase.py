@@ -178,17 +178,12 @@ def clip_candidate(
     ea, eb = la, lb
     if t == PairType.TET_TET:
         ib = geom_i[other][G_POOL_START] + lb
-        Xb = tet_X_G[ib]
-        offset_b = po - origin
-        b0 = Ro @ tet_row(Xb, 0) + offset_b
+        b0, b1, b2, b3 = tet_local(tet_X_G[ib], Ro, po - origin)
         grad_b = Ro @ (s_other * tet_grad_G[ib])
         p_b = (s_other * tet_p[ib])[0] - grad_b.dot(b0)  # field of b at the local origin
         slice_n, slice_d, use = clip.meeting_plane(grad_a, p_a, grad_b, p_b)
-        # The plane must cut both tets (issue 18 item 4): a's vertices first, which are at hand.
-        use = use * clip.crosses(a0, a1, a2, a3, slice_n, slice_d)
-        if use == 1:
-            c0, c1, c2, c3 = b0, Ro @ tet_row(Xb, 1) + offset_b, Ro @ tet_row(Xb, 2) + offset_b, Ro @ tet_row(Xb, 3) + offset_b
-            use = clip.crosses(c0, c1, c2, c3, slice_n, slice_d)
+        use = use * clip.crosses(b0, b1, b2, b3, slice_n, slice_d)
+        c0, c1, c2, c3 = b0, b1, b2, b3
         n_planes = 4
         n = slice_n
         g_a, g_b, grad_norm_b = -grad_a.dot(n), grad_b.dot(n), grad_b.norm()
