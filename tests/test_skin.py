@@ -18,7 +18,7 @@ import taichi_hydro as th
 from taichi_hydro.collision import Capacities
 from taichi_hydro.collision import skin as skin_rule
 from taichi_hydro.errors import SceneError
-from taichi_hydro.types import C_POLYGONS
+from taichi_hydro.types import C_POLYGONS, P_TYPE, PairType
 
 from conftest import scene
 from oracle import oracle_polygons, quat_matrix
@@ -148,6 +148,14 @@ def test_kept_lists_miss_no_polygon(arch, tol, case, tiny):
         want, got = polygons(plain), polygons(sim)
         for k in want:
             assert np.array_equal(want[k], got[k]), f"z = {z:.4f} m: {k} differs with the skin"
+        # The list just clipped (the two lists swap halves every pass): each row once, every
+        # polygon's (a slab-triangle polygon is keyed (slab 0, triangle), its candidate (triangle, 0)).
+        rows = sim.collision.candidates()
+        assert len(np.unique(rows, axis=0)) == len(rows), f"z = {z:.4f} m: a candidate row is listed twice"
+        keys = rows.copy()
+        swap = sim.model.host.pair_i[rows[:, 1], P_TYPE] == PairType.SLAB_TRI
+        keys[swap, 2], keys[swap, 3] = rows[swap, 3], rows[swap, 2]
+        assert {tuple(k) for k in got["poly_i"]} <= {tuple(k) for k in keys}, f"z = {z:.4f} m: a polygon of no candidate"
         active = sim.collision.pair_active.to_numpy()[0] == 1
         stale = sim.collision.pair_stale.to_numpy()[0] == 1
         kept += int(np.any(active & ~stale))

@@ -17,8 +17,8 @@
 Candidates are (world, pair, element of a, element of b), element b = 0 for a planar pair;
 the narrow phase clips them all in one launch. With a skin s > 0 (collision.skin), steps 2-4
 search only the pairs that moved more than s since their last search (pair_search), with a's
-element boxes (or the plane test) widened by s; the other pairs' lists are copied from the
-last pass.
+element boxes (or the plane test) widened by s; the other pairs' rows are kept from the last
+pass's list (collision.candidates owns the list and how a row is appended).
 
 The trees replace a spatial hash rebuilt every step (append cells, count per bucket, scan,
 scatter, look up: five launches and four pools). Every test is conservative: boxes that contain
@@ -29,8 +29,9 @@ import taichi as ti
 
 from ..math3d import finite_pose, quat_to_mat
 from . import skin as skin_rule
+from .candidates import SPAN_KEPT, append_candidate
 from ..types import (
-    C_CANDIDATES, FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
+    FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
     TETMESH, PairType, RealVector, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
@@ -132,8 +133,8 @@ def pair_activity(
     geom_ball_G: nd(dtype=vec4, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     skin: float,
-    kept_count: nd(dtype=ti.i32, ndim=1),
-    cand_kept: nd(dtype=ivec4, ndim=1),
+    cand_span: nd(dtype=ti.i32, ndim=1),
+    candidate_capacity: ti.i32,
     pair_ref: nd(dtype=skin_rule.pair_reference, ndim=2),
     pair_active: nd(dtype=ti.i32, ndim=2),
     pair_stale: nd(dtype=ti.i32, ndim=2),
@@ -154,7 +155,8 @@ def pair_activity(
     world."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
-    kept_whole = 1 if (kept_count[0] >= 0 and kept_count[0] <= cand_kept.shape[0]) else 0
+    kept = cand_span[SPAN_KEPT]
+    kept_whole = 1 if (kept >= 0 and kept <= candidate_capacity) else 0
     for w, p in ti.ndrange(W, P):
         pr = pair_i[p]
         t = pr[P_TYPE]
@@ -311,14 +313,6 @@ def boxes_meet(a: box3, b: box3) -> ti.i32:
     return box_valid(intersect(a, b))
 
 
-@ti.func
-def append_candidate(key: ivec4, counts: ti.template(), cand: ti.template()):
-    """cand += key (counted even past the capacity: the host grows the pool and redoes the pass)."""
-    k = ti.atomic_add(counts[C_CANDIDATES], 1)
-    if k < cand.shape[0]:
-        cand[k] = key
-
-
 @ti.kernel
 def find_candidates(
     body_p: nd(dtype=vec3, ndim=2),
@@ -343,6 +337,8 @@ def find_candidates(
     bvh_elem_box_G: nd(dtype=box3, ndim=1),
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
+    cand_span: nd(dtype=ti.i32, ndim=1),
+    candidate_capacity: ti.i32,
 ):
     """Appends the candidates of the mesh-mesh pairs to search (pair_search), each once (found
     from a's side only): (world, pair, element of a, element of b) where b's element box meets
@@ -399,7 +395,7 @@ def find_candidates(
                                         lb = bvh_elem[j]
                                         box_b = element_box(gib[G_KIND], gib[G_POOL_START] + lb, tet_X_G, tri_X_G, Rb, pb)
                                         if boxes_meet(box_a, box_b) == 1:
-                                            append_candidate(ivec4(w, p, la, lb), counts, cand)
+                                            append_candidate(ivec4(w, p, la, lb), counts, cand, cand_span, candidate_capacity)
                                 node += 1
                             else:
                                 node = nd_[0]
@@ -418,6 +414,8 @@ def find_planar(
     tri_X_G: nd(dtype=tri_vertices, ndim=1),
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
+    cand_span: nd(dtype=ti.i32, ndim=1),
+    candidate_capacity: ti.i32,
 ):
     """Appends the candidates of the planar pairs to search (pair_search), one thread per
     world and (pair, element of its mesh): (world, pair, element, 0) for the elements whose
@@ -445,4 +443,4 @@ def find_planar(
                 highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
             slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
             if lowest <= d + slack + skin and (t != PairType.TET_PLANE or highest >= d - slack - skin):
-                append_candidate(ivec4(w, pair, e, 0), counts, cand)
+                append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)

@@ -22,11 +22,12 @@ import taichi as ti
 
 from ..math3d import quat_to_mat
 from ..types import (
-    C_CANDIDATES, C_POLYGONS, G_BODY, G_POOL_START, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE,
+    C_POLYGONS, G_BODY, G_POOL_START, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE,
     PairType, ivec4, ivec8, mat3, nd,
     poly_record, poly_vertex_values, poly_vertices, tet_vertices, tri_vertices, vec3, vec4,
 )
 from . import clip
+from .candidates import candidate, candidate_count
 from .clip import Poly, row, set_row
 
 INF = ti.math.inf
@@ -108,7 +109,7 @@ def tet_row(X, i: ti.template()) -> vec3:
 
 @ti.func
 def clip_candidate(
-    c, cand: ti.template(), body_p: ti.template(), body_q: ti.template(), geom_i: ti.template(),
+    key: ivec4, body_p: ti.template(), body_q: ti.template(), geom_i: ti.template(),
     geom_slab_gradient: ti.template(), pair_i: ti.template(), tet_X_G: ti.template(), tet_p: ti.template(),
     tet_grad_G: ti.template(), tri_X_G: ti.template(), tri_n_G: ti.template(), geom_scale: ti.template(), merge_rel,
     pair_deep: ti.template(), counts: ti.template(), poly_i: ti.template(), poly_g: ti.template(), poly_c: ti.template(),
@@ -124,7 +125,6 @@ def clip_candidate(
         and slab-triangle: the slab's half-space; tet-half-space: none);
       - emitted with the pressure field of role a (a tet's, or the slab's for slab-triangle).
     The mesh element belongs to geometry a, except for slab-triangle (the triangle is b's)."""
-    key = cand[c]
     w, pair, la, lb = key[K_WORLD], key[K_PAIR], key[K_ELEM_A], key[K_ELEM_B]
     pr = pair_i[pair]
     t = pr[P_TYPE]
@@ -234,6 +234,8 @@ def clip_candidate(
 def clip_candidates(
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
+    cand_span: nd(dtype=ti.i32, ndim=1),
+    candidate_capacity: ti.i32,
     body_p: nd(dtype=vec3, ndim=2),
     body_q: nd(dtype=vec4, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
@@ -257,7 +259,6 @@ def clip_candidates(
 ):
     """Reads the candidates of the broad phase (mesh-mesh and planar pairs) and pair_deep
     (depth.pair_depth); appends their polygons."""
-    n_cand = ti.min(counts[C_CANDIDATES], cand.shape[0])
-    for c in range(n_cand):
-        clip_candidate(c, cand, body_p, body_q, geom_i, geom_slab_gradient, pair_i, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,
+    for c in range(candidate_count(counts, candidate_capacity)):
+        clip_candidate(candidate(c, cand, cand_span), body_p, body_q, geom_i, geom_slab_gradient, pair_i, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,
                        geom_scale, merge_rel, pair_deep, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)

@@ -20,6 +20,7 @@ from . import broadphase as bp
 from . import depth
 from . import narrowphase as narrow
 from . import skin as skin_rule
+from .candidates import SPAN_KEPT, SPAN_SLOTS, SPAN_START
 from .clip import MERGE_REL
 from .pools import CAPACITY_NAMES, Capacities, PolygonPool
 
@@ -37,15 +38,16 @@ class Collision:
     pair_plane (W, P) broadphase.plane_record: an active planar pair's plane in its mesh's frame;
     pair_stale, pair_search (W, P) i32: pairs whose candidates this pass searches, and of those
       the active ones (all, without a skin);
-    pair_ref (W, P) skin.pair_reference, cand_kept (candidates,) ivec4, kept_count (1,) i32: with
-      a skin, each pair's pose at its last search and the last pass's candidates (collision.skin;
-      one-row placeholders without a skin);
+    pair_ref (W, P) skin.pair_reference: with a skin, each pair's pose at its last search
+      (collision.skin; a one-row placeholder without a skin);
     geom_region (W, G, REGION_BOXES) box3, geom_region_G, geom_region_pair, geom_region_n: the
       boxes of the active pairs in which the geometry is a, world and mesh frame (broadphase);
-    cand: candidate element pairs (world, pair, element of a, element of b; for a planar pair,
-      (world, pair, element of the mesh, 0));
+    cand (candidates,) ivec4, twice that with a skin, and cand_span (candidates.SPAN_SLOTS,)
+      i32: the candidate element pairs (world, pair, element of a, element of b; for a planar
+      pair, (world, pair, element of the mesh, 0)), the list this pass writes and, with a skin,
+      the last pass's (collision.candidates: where each lies, how many rows were kept);
     pool: the polygon pool (pools.PolygonPool).
-    Scalars: query_count, planar_task_count, merge_rel, skin.
+    Scalars: query_count, planar_task_count, merge_rel, skin, candidate_capacity (rows per list).
 
     skin [m]: 0 searches every pair's candidates every pass; s > 0 keeps a pair's list while
     it moves less than s relative to its pose at the last search (collision.skin)."""
@@ -66,7 +68,7 @@ class Collision:
         self.pair_stale = ti.ndarray(ti.i32, (W, P))
         self.pair_search = ti.ndarray(ti.i32, (W, P))
         self.pair_ref = ti.ndarray(skin_rule.pair_reference, (W, P) if self.skin > 0.0 else (1, 1))
-        self.kept_count = ti.ndarray(ti.i32, 1)
+        self.cand_span = ti.ndarray(ti.i32, SPAN_SLOTS)
         self.pair_deep = ti.ndarray(ti.i32, (W, P))  # zeros until pair_depth writes it
         cores, core_count = depth.geometry_cores(model.host)
         self.geom_core_G = ti.ndarray(vec3, (G, cores.shape[1]))
@@ -91,9 +93,10 @@ class Collision:
                     "raise Simulator(max_capacity=...) or reduce worlds/resolution"
                 )
         self.caps = caps
-        self.cand = ti.ndarray(ivec4, caps.candidates)
-        self.cand_kept = ti.ndarray(ivec4, caps.candidates if self.skin > 0.0 else 1)
-        self.kept_count.fill(-1)  # nothing kept: the next pass searches every pair
+        self.cand = ti.ndarray(ivec4, caps.candidates * (2 if self.skin > 0.0 else 1))
+        span = np.zeros(SPAN_SLOTS, dtype=np.int32)
+        span[SPAN_KEPT] = -1  # nothing kept: the next pass searches every pair
+        self.cand_span.from_numpy(span)
         self.pool = PolygonPool(caps.polygons)
 
     def arrays(self) -> dict:
@@ -102,7 +105,7 @@ class Collision:
         out.update(self.pool.arrays())
         m = self.model
         out.update(query_count=int(m.query_elem_count), planar_task_count=int(m.planar_task_count), merge_rel=float(MERGE_REL),
-                   skin=self.skin)
+                   skin=self.skin, candidate_capacity=int(self.caps.candidates))
         return out
 
     def add_launches(self, plan: Plan) -> None:
@@ -125,6 +128,13 @@ class Collision:
         plan.add(narrow.clip_candidates)
         if self.skin > 0.0:
             plan.add(skin_rule.save_candidates)
+
+    def candidates(self) -> np.ndarray:
+        """Host copy of the last pass's candidate list, (n, 4) int32 rows (world, pair, element
+        of a, element of b), in arrival order."""
+        start = int(self.cand_span.to_numpy()[SPAN_START])
+        n = min(int(self.counts.to_numpy()[C_CANDIDATES]), self.caps.candidates)
+        return self.cand.to_numpy()[start:start + n]
 
     def overflow(self, counts: np.ndarray) -> Capacities | None:
         """The grown capacities if `counts` overflowed any pool, else None."""

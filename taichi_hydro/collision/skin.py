@@ -26,9 +26,11 @@ or a chunk replayed after a pool overflow keep a list valid when the rule holds.
 
 A pair is searched again (stale) when the rule fails, when its reference is invalid (first
 step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
-pool overflowed in the last pass, or was reallocated: kept_count < 0). Stale pairs are
-searched with the inflated boxes; the candidates of the other pairs are copied from the last
-pass (keep_candidates), and the new list is saved for the next pass (save_candidates).
+pool overflowed in the last pass, or was reallocated: no kept count). Stale pairs are
+searched with the inflated boxes; the candidates of the other pairs are appended from the last
+pass's list (keep_candidates), and the new list's length is recorded for the next pass
+(save_candidates). The two lists are the two halves of one array that swap roles every pass
+(collision.candidates): keeping a list costs its one append per row, no copy.
 
 Order. Candidates arrive through an atomic counter, kept ones first (in their previous
 relative order, up to the interleaving of parallel threads) and then those of the searched
@@ -41,6 +43,7 @@ import taichi as ti
 
 from ..math3d import quat_mul
 from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, vec4
+from .candidates import SPAN_KEPT, SPAN_START, append_candidate
 
 pair_reference = RealVector(8)
 """A pair's pose at its last search: (c_F (3) [m], q_FM (4), valid (1 or 0))."""
@@ -72,29 +75,28 @@ def moved(ref: pair_reference, c_F: vec3, q_FM: vec4, radius: float) -> float:
 
 @ti.kernel
 def keep_candidates(
-    kept_count: nd(dtype=ti.i32, ndim=1),
-    cand_kept: nd(dtype=ivec4, ndim=1),
+    cand_span: nd(dtype=ti.i32, ndim=1),
+    candidate_capacity: ti.i32,
     pair_stale: nd(dtype=ti.i32, ndim=2),
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
 ):
-    """Reads the last pass's list (cand_kept, kept_count rows; pair_activity marks every pair
-    stale when that list is incomplete). Appends to cand the candidates of the pairs that are
-    not stale."""
-    n = ti.min(kept_count[0], cand_kept.shape[0])
+    """Turns the list over: the last pass's list (at cand_span[SPAN_START], cand_span[SPAN_KEPT]
+    rows; pair_activity marks every pair stale when that list is incomplete) becomes the kept
+    one and this pass writes the other half of cand. Appends to it the kept rows of the pairs
+    that are not stale, in their order up to the interleaving of threads."""
+    last = cand_span[SPAN_START]
+    cand_span[SPAN_START] = candidate_capacity - last
+    n = ti.min(cand_span[SPAN_KEPT], candidate_capacity)
     for c in range(n):
-        key = cand_kept[c]
+        key = cand[last + c]
         if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
-            k = ti.atomic_add(counts[C_CANDIDATES], 1)
-            if k < cand.shape[0]:
-                cand[k] = key
+            append_candidate(key, counts, cand, cand_span, candidate_capacity)
 
 
 @ti.kernel
-def save_candidates(counts: nd(dtype=ti.i32, ndim=1), cand: nd(dtype=ivec4, ndim=1), cand_kept: nd(dtype=ivec4, ndim=1),
-                    kept_count: nd(dtype=ti.i32, ndim=1)):
-    """cand_kept = this pass's candidates, kept_count = their number (as counted: above the
-    capacity when the pool overflowed, which makes the next pass search every pair)."""
-    kept_count[0] = counts[C_CANDIDATES]
-    for c in range(ti.min(counts[C_CANDIDATES], cand.shape[0], cand_kept.shape[0])):
-        cand_kept[c] = cand[c]
+def save_candidates(counts: nd(dtype=ti.i32, ndim=1), cand_span: nd(dtype=ti.i32, ndim=1)):
+    """cand_span[SPAN_KEPT] = the rows this pass appended, as counted (above the capacity when
+    the pool overflowed, which makes the next pass search every pair). Nothing is copied: the
+    list stays where it is and the next pass keeps rows from it (keep_candidates)."""
+    cand_span[SPAN_KEPT] = counts[C_CANDIDATES]
