@@ -96,7 +96,7 @@ class Collision:
         self.cand = ti.ndarray(ivec4, caps.candidates * (2 if self.skin > 0.0 else 1))
         span = np.zeros(SPAN_SLOTS, dtype=np.int32)
         span[SPAN_KEPT] = -1  # nothing kept: the next pass searches every pair
-        self.cand_span.from_numpy(span)
+        hostcopy.from_numpy(self.cand_span, span)
         self.pool = PolygonPool(caps.polygons)
 
     def arrays(self) -> dict:
@@ -132,9 +132,9 @@ class Collision:
     def candidates(self) -> np.ndarray:
         """Host copy of the last pass's candidate list, (n, 4) int32 rows (world, pair, element
         of a, element of b), in arrival order."""
-        start = int(self.cand_span.to_numpy()[SPAN_START])
-        n = min(int(self.counts.to_numpy()[C_CANDIDATES]), self.caps.candidates)
-        return self.cand.to_numpy()[start:start + n]
+        start = int(hostcopy.to_numpy(self.cand_span)[SPAN_START])
+        n = min(int(hostcopy.to_numpy(self.counts)[C_CANDIDATES]), self.caps.candidates)
+        return hostcopy.to_numpy(self.cand)[start:start + n]
 
     def overflow(self, counts: np.ndarray) -> Capacities | None:
         """The grown capacities if `counts` overflowed any pool, else None."""
