@@ -108,7 +108,7 @@ class Simulator(WorldAccess):
         rows = ContactRows(W, B, P, capacity, self.options.patch_point)
         return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, host_float()),
                 "collision": collision, "rows": rows, "warm": WarmStartTable(W, P, capacity),
-                "solver": SolverData(self.options, W, B, capacity), "bilateral": bilateral, "joints": joints,
+                "solver": SolverData(self.options, W, B, capacity, self.scene.source), "bilateral": bilateral, "joints": joints,
                 "_saved_state": State(W, B).arrays(),  # a chunk's start state (step restores it after a pool overflow)
                 # ... and the step before it's counts, which the chunk's first step adds to stat_sums (track_counts)
                 "_saved_counts": {"world_start": ti.ndarray(ti.i32, W + 1), "world_iterations": ti.ndarray(ti.i32, W)}}
@@ -154,6 +154,13 @@ class Simulator(WorldAccess):
     @property
     def schedule(self) -> str:
         return self.options.schedule
+
+    @property
+    def linear_solver(self) -> str | None:
+        """How method newton solves its step in this batch: "cholesky" or "cg" ([solver]
+        linear, with "auto" resolved for the batch's size: solver.data.choose_linear); None for
+        the other methods."""
+        return self.solver.linear
 
     # ----------------------------------------------------------------------------- bindings
 
@@ -347,14 +354,19 @@ class Simulator(WorldAccess):
     @live
     def solver_stats(self) -> dict[str, np.ndarray]:
         """Last step, per world: solver iterations (sweeps), final residual [m/s], contact count,
-        and contact updates (Gauss-Seidel skips the contacts of bodies that have settled, so
+        contact updates (Gauss-Seidel skips the contacts of bodies that have settled, so
         updates <= iterations x contacts; the contact schedule updates every contact of a
-        world each sweep)."""
+        world each sweep; Newton with linear "cg" counts each Hessian product's rows too), and
+        linear_iterations: the conjugate-gradient iterations of Newton's steps (linear "cg",
+        summed over the solve's Newton iterations; 0 for every other solver, see
+        linear_solver)."""
         s = self.solver
-        spend_launches(4)
+        spend_launches(5 if s.cg else 4)
         iterations, contacts = s.world_iterations.to_numpy().astype(int), s.world_contacts.to_numpy().astype(int)
         updates = s.world_updates.to_numpy().astype(int) if self.options.schedule in ("world", "block") else iterations * contacts
-        return {"iterations": iterations, "residual": s.world_residual.to_numpy(), "contacts": contacts, "updates": updates}
+        linear = s.world_linear_iterations.to_numpy().astype(int) if s.cg else np.zeros(self.worlds, int)
+        return {"iterations": iterations, "residual": s.world_residual.to_numpy(), "contacts": contacts, "updates": updates,
+                "linear_iterations": linear}
 
     @live
     def step_totals(self) -> dict[str, float]:
