@@ -49,7 +49,9 @@ class SolverOptions:
         world schedule elsewhere: cpu has no thread blocks (schedule "block" is refused there),
         and on vulkan the block kernel is selectable but not the default, since Mesa's lavapipe
         (software Vulkan) takes about 10 minutes to compile it, against about 1 minute for the
-        world kernel."""
+        world kernel. Newton with [solver] linear = "cg" (conjugate gradients, which only the
+        world kernel has) resolves to the world schedule on cuda too; linear set to anything
+        but "auto" with a method other than newton is refused."""
         schedule = settings.schedule
         if schedule == "block" and arch not in BLOCK_ARCHS:
             raise SceneError(f"{source}: [solver] schedule \"block\" needs thread blocks (cuda or vulkan), not arch {arch}; "
