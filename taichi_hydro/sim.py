@@ -29,6 +29,7 @@ from .plan import Plan
 from .scan import add_scan
 from .scene import Scene
 from .solver import BilateralRows, SolverData, SolverOptions, add_solve
+from .solver.data import resolve_linear
 from .state import Control, State
 from .stats import track_counts
 from .tactile import TactileSensor, TactileSensors, resolve_face
@@ -73,7 +74,8 @@ class Simulator(WorldAccess):
         self.scene, self.worlds, self.dt, self.graph = scene, int(worlds), scene.dt, graph
         host = build_model(scene)
         check_supported(host)
-        self.options = SolverOptions.resolve(scene.solver, current_arch(), scene.source, joints=bool(scene.joints))
+        self.options = resolve_linear(SolverOptions.resolve(scene.solver, current_arch(), scene.source, joints=bool(scene.joints)),
+                                      self.worlds, host.body_count, scene.source)
         self.joint_layout = build_joint_layout(scene) if scene.joints else None
         warn_unlikely(scene, host, self.options)
         self.model = Model(host)

@@ -4,6 +4,7 @@ solve's scratch) and the solver's per-world statistics."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import taichi as ti
 
@@ -16,7 +17,13 @@ DENSE_BYTES = 2 << 30
 """The most memory the dense Newton Hessians of all worlds may take [bytes]: past it, [solver]
 linear = "auto" solves Newton's step by conjugate gradients (solver.newton_cg)."""
 
-__all__ = ["SolverData", "DENSE_BYTES", "choose_linear"]
+__all__ = ["SolverData", "DENSE_BYTES", "choose_linear", "newton_real", "resolve_linear"]
+
+
+def newton_real():
+    """The arithmetic of the Newton solve on the backend in use: float64 where it has it,
+    float32 on vulkan."""
+    return ti.f32 if current_arch() == "vulkan" else ti.f64
 
 
 def choose_linear(requested: str, block: bool, worlds: int, bodies: int, word: int, source: str = "<scene>") -> str:
@@ -42,6 +49,17 @@ def choose_linear(requested: str, block: bool, worlds: int, bodies: int, word: i
     warnings.warn(f"{source}: {size}: method newton solves its step by preconditioned conjugate gradients "
                   "([solver] linear = \"cg\"; set linear = \"cg\" to choose it and silence this)", HydroWarning, stacklevel=4)
     return "cg"
+
+
+def resolve_linear(options: SolverOptions, worlds: int, bodies: int, source: str = "<scene>") -> SolverOptions:
+    """`options` with Newton's linear solver chosen for the whole batch (choose_linear; its
+    warning points at the caller's caller, Simulator's user): the arrays of every smaller
+    batch built from them (the memory probes of Simulator._check_memory) are then those the
+    batch will have. Other methods: unchanged."""
+    if options.method != "newton":
+        return options
+    word = 8 if newton_real() == ti.f64 else 4
+    return replace(options, linear=choose_linear(options.linear, options.schedule == "block", worlds, bodies, word, source))
 
 
 class SolverData:
@@ -81,7 +99,7 @@ class SolverData:
         W, B = worlds, bodies
         self.newton = options.method == "newton"
         self.block = self.newton and options.schedule == "block"
-        self.real = ti.f32 if current_arch() == "vulkan" else ti.f64
+        self.real = newton_real()
         self.linear = (choose_linear(options.linear, self.block, W, B, 8 if self.real == ti.f64 else 4, source)
                        if self.newton else None)
         self.cg = self.linear == "cg"
