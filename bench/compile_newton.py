@@ -1,8 +1,8 @@
 """Cold compile time of Newton's solve kernels (solver.newton's world kernel, solver.newton_block's
-block kernel), how many times each ti.func is inlined into it, the size of what Taichi caches for
+block kernel, solver.newton_cg's world kernel with the CG step: --kernel cg), how many times each ti.func is inlined into it, the size of what Taichi caches for
 it, and optionally the run time per Newton iteration on dumped pile steps.
 
-    python -m bench.compile_newton --arch cpu --precision f32 [--real f32] [--kernel world|block] [--timing]
+    python -m bench.compile_newton --arch cpu --precision f32 [--real f32] [--kernel world|block|cg] [--timing]
 
 One kernel per process, one JSON line on stdout: kernel, arch, precision (the state's floats),
 real (the solve's arithmetic; by default what SolverData picks: f64 on cpu, f32 on vulkan),
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--arch", default="cpu", choices=("cpu", "vulkan", "cuda"))
     parser.add_argument("--precision", default="f32", choices=("f32", "f64"))
     parser.add_argument("--real", default=None, choices=("f32", "f64"), help="the solve's arithmetic (default: SolverData's)")
-    parser.add_argument("--kernel", default="world", choices=("world", "block"))
+    parser.add_argument("--kernel", default="world", choices=("world", "block", "cg"))
     parser.add_argument("--timing", action="store_true", help="also time iterations on six dumped pile steps")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--print-ir", action="store_true", help="Taichi's print_ir: the CHI IR after each pass, on stdout")
@@ -110,8 +110,9 @@ def main() -> None:
     import newton_problems
 
     recs = sorted(newton_problems.problems("pile"), key=lambda r: -r["n"])[:6]
+    kernel = {"schedule": "block" if args.kernel == "block" else "world", "linear": "cg" if args.kernel == "cg" else "auto"}
     t0, c0 = time.perf_counter(), time.process_time()
-    again = newton_problems.solve(dict(recs[0]), timed=True, schedule=args.kernel)
+    again = newton_problems.solve(dict(recs[0]), timed=True, **kernel)
     ti.sync()  # vulkan: the driver may finish building the pipeline with the launch
     first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
@@ -129,8 +130,8 @@ def main() -> None:
     if args.timing:
         per_iteration = []
         for rec in recs:  # the full solve against one capped at one iteration: the same setup and copies
-            full = newton_problems.solve(dict(rec), timed=True, schedule=args.kernel)
-            one = newton_problems.solve(dict(rec), iterations=1, timed=True, schedule=args.kernel)
+            full = newton_problems.solve(dict(rec), timed=True, **kernel)
+            one = newton_problems.solve(dict(rec), iterations=1, timed=True, **kernel)
             t_full, t_one = [], []
             for _ in range(args.repeats):
                 t0 = time.perf_counter()

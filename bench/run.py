@@ -82,7 +82,7 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
 
 
 def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
-                    deterministic: bool = False, method: str | None = None) -> None:
+                    deterministic: bool = False, method: str | None = None, linear: str | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     A case with settle steps starts from the state after them, settled in one world and copied
@@ -98,7 +98,9 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     overrides the scene's solver schedule ("world", "contact" or "block": one thread block per
     world, method newton on cuda and vulkan; default: the backend's),
     method its method ("jacobi", "accelerated", "gauss_seidel", "newton"; default: the
-    schedule's). deterministic: time each
+    schedule's), linear how method newton solves its step ("auto", "cholesky", "cg"; the row's
+    linear_solver says which ran, linear_iterations_mean_p95_max its CG iterations per
+    world-step). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     import dataclasses
 
@@ -117,6 +119,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 solver = dataclasses.replace(solver, schedule=schedule)
             if method:
                 solver = dataclasses.replace(solver, method=method)
+            if linear:
+                solver = dataclasses.replace(solver, linear=linear)
             scene = dataclasses.replace(scene, solver=solver)
             start = _settled_state(scene, case.settle, worlds) if case.settle else None
             sim = th.Simulator(scene, worlds=worlds)
@@ -140,7 +144,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             wall = time.perf_counter() - t0
             outcome = _probe(sim, case.probe, p_start) if case.probe else None
             totals = {k: v - before[k] for k, v in sim.step_totals().items()}
-            iterations = _iterations_per_step(sim, steps, start)
+            iterations, linear_iterations = _iterations_per_step(sim, steps, start)
             stages = sim.profile_stages(5 if quick else 20)
             row = {
                 "suite": "dynamics",
@@ -160,6 +164,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "contacts_per_world_step": totals["contacts"] / (worlds * steps),
                 "iterations_per_world_step": totals["iterations"] / (worlds * steps),
                 "iterations_mean_p95_max": iterations,
+                **({"linear_solver": sim.linear_solver, "linear_iterations_mean_p95_max": linear_iterations}
+                   if sim.linear_solver else {}),
                 "settle_steps": case.settle,
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
                 "stage_share": {k: v / sum(stages.values()) for k, v in stages.items()},
@@ -199,19 +205,27 @@ def _probe(sim, probe, p_start: np.ndarray) -> dict:
     return out
 
 
-def _iterations_per_step(sim, steps: int, start: dict | None) -> list[float]:
+def _iterations_per_step(sim, steps: int, start: dict | None) -> tuple[list[float], list[float]]:
     """[mean, p95, max] of the solver iterations per world-step over `steps` steps from the
-    timed run's start (`start`, or the scene's initial state), one step at a time (untimed)."""
+    timed run's start (`start`, or the scene's initial state), one step at a time (untimed);
+    and the same of the CG iterations (solver_stats' linear_iterations: 0 but for Newton's
+    linear = "cg")."""
     if start:
         sim.set_state(**start)
     else:
         sim.reset()
-    counts = []
+    counts, linear = [], []
     for _ in range(steps):
         sim.step(1)
-        counts.append(sim.solver_stats()["iterations"].copy())
-    counts = np.concatenate(counts)
-    return [float(counts.mean()), float(np.percentile(counts, 95)), int(counts.max())]
+        stats = sim.solver_stats()
+        counts.append(stats["iterations"].copy())
+        linear.append(stats["linear_iterations"].copy())
+
+    def summary(values):
+        values = np.concatenate(values)
+        return [float(values.mean()), float(np.percentile(values, 95)), int(values.max())]
+
+    return summary(counts), summary(linear)
 
 
 def _drake_build(scene, approximation: str):
@@ -378,6 +392,10 @@ def markdown_dynamics(rows: list[dict]) -> str:
     for r in sorted(rows, key=lambda r: (names.index(r["case"]) if r["case"] in names else 99, order.get(r["arch"], 9), r["worlds"],
                                          r.get("deterministic", False))):
         backend = r["arch"]
+        if r.get("linear_solver"):
+            backend += f" newton/{r['linear_solver']}"
+            if r["linear_solver"] == "cg":
+                backend += f" ({r['linear_iterations_mean_p95_max'][0]:.0f} CG iterations per world-step)"
         if r.get("deterministic"):
             backend += (f" deterministic ({1 / r['deterministic_slowdown']:.2f}x the default's speed)" if "deterministic_slowdown" in r
                         else " deterministic")
@@ -427,6 +445,8 @@ def main(argv=None) -> int:
     p.add_argument("--schedule", choices=["world", "contact", "block"],
                    help="dynamics: solver schedule (default: the backend's; block: method newton, cuda/vulkan)")
     p.add_argument("--method", choices=["jacobi", "accelerated", "gauss_seidel", "newton"], help="dynamics: solver method (default: the schedule's)")
+    p.add_argument("--linear", choices=["auto", "cholesky", "cg"],
+                   help="dynamics: how method newton solves its step (default: the scene's, auto)")
     p.add_argument("--deterministic", action="store_true",
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,
@@ -462,7 +482,8 @@ def main(argv=None) -> int:
             if args.suite == "contact":
                 contact_worker(args.arch, names, args.quick)
             else:
-                dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method)
+                dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method,
+                                args.linear)
         except th.HydroError as exc:  # one line for the parent to show
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -485,6 +506,8 @@ def main(argv=None) -> int:
                 cmd += ["--schedule", args.schedule]
             if args.method:
                 cmd += ["--method", args.method]
+            if args.linear:
+                cmd += ["--linear", args.linear]
             if args.deterministic:
                 cmd.append("--deterministic")
             if args.quick:

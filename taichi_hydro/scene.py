@@ -196,6 +196,14 @@ class SolverSettings:
       point (tests/test_dynamics.py::test_solver_methods_agree); relaxation, the mass
       splitting of sigma's metric and sleep do not apply to Newton (it is Coulomb-exact by
       construction; mode "convex" is refused with it).
+    linear ["auto"]: how method newton solves for its step, H dv = -gradient, on the world
+      schedule. "cholesky": the block Cholesky factorisation of each world's Hessian, which is
+      stored densely (36 B^2 numbers per world: 8 bytes each where the arithmetic is float64);
+      "cg": conjugate gradients, matrix-free (H x from the contact rows' stored curvatures),
+      preconditioned by each body's own 6x6 block, memory linear in bodies and rows (see
+      solver.newton_cg); "auto": cholesky while the Hessians of all worlds fit in
+      solver.data.DENSE_BYTES (2 GiB), else cg, with a HydroWarning saying so. Only with
+      method newton; the block schedule factors (cholesky) only.
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
       when their neighbours move them past it; see solver.world_schedule). The solve stops by
@@ -224,6 +232,7 @@ class SolverSettings:
     deterministic: bool = False
     sleep: bool = True
     contact: str = "polygons"
+    linear: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -630,6 +639,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         deterministic=st.boolean("deterministic", False),
         sleep=st.boolean("sleep", True),
         contact=st.string("contact", "polygons", choices=("polygons", "point")),
+        linear=st.string("linear", "auto", choices=("auto", "cholesky", "cg")),
     )
     if solver.contact == "point" and solver.deterministic:
         raise st.error("contact", "\"point\" (a comparison mode) sums each patch with float atomics, so it cannot be "
@@ -641,6 +651,12 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     if solver.method == "newton" and solver.mode == "convex":
         raise st.error("mode", "\"convex\" is a relaxation of the projected iterations; method newton solves the Coulomb "
                                "law (use mode = \"coulomb\" or another method)")
+    if solver.linear != "auto" and solver.method not in ("auto", "newton"):
+        raise st.error("linear", f"\"{solver.linear}\" chooses how method newton solves its step; method = "
+                                 f"\"{solver.method}\" has no linear solve (use method = \"newton\", or drop the key)")
+    if solver.linear == "cg" and solver.schedule == "block":
+        raise st.error("linear", "\"cg\" runs on the world schedule only; schedule = \"block\" factors (use "
+                                 "schedule = \"world\", or linear = \"cholesky\")")
     if solver.relaxation > 1.0:
         raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
     st.finish()

@@ -30,6 +30,7 @@ from .plan import Plan
 from .scan import add_scan
 from .scene import Scene
 from .solver import BilateralRows, SolverData, SolverOptions, add_solve
+from .solver.data import resolve_linear
 from .state import Control, State
 from .stats import track_counts
 from .tactile import TactileSensor, TactileSensors, resolve_face
@@ -74,7 +75,8 @@ class Simulator(WorldAccess):
         self.scene, self.worlds, self.dt, self.graph = scene, int(worlds), scene.dt, graph
         host = build_model(scene)
         check_supported(host)
-        self.options = SolverOptions.resolve(scene.solver, current_arch(), scene.source, joints=bool(scene.joints))
+        self.options = resolve_linear(SolverOptions.resolve(scene.solver, current_arch(), scene.source, joints=bool(scene.joints)),
+                                      self.worlds, host.body_count, scene.source)
         self.joint_layout = build_joint_layout(scene) if scene.joints else None
         warn_unlikely(scene, host, self.options)
         self.model = Model(host)
@@ -109,7 +111,7 @@ class Simulator(WorldAccess):
         rows = ContactRows(W, B, P, capacity, self.options.patch_point)
         return {"state": State(W, B), "control": Control(W, B), "params": WorldParams(host, W, host_float()),
                 "collision": collision, "rows": rows, "warm": WarmStartTable(W, P, capacity),
-                "solver": SolverData(self.options, W, B, capacity), "bilateral": bilateral, "joints": joints,
+                "solver": SolverData(self.options, W, B, capacity, self.scene.source), "bilateral": bilateral, "joints": joints,
                 "_saved_state": State(W, B).arrays(),  # a chunk's start state (step restores it after a pool overflow)
                 # ... and the step before it's counts, which the chunk's first step adds to stat_sums (track_counts)
                 "_saved_counts": {"world_start": ti.ndarray(ti.i32, W + 1), "world_iterations": ti.ndarray(ti.i32, W)}}
@@ -155,6 +157,13 @@ class Simulator(WorldAccess):
     @property
     def schedule(self) -> str:
         return self.options.schedule
+
+    @property
+    def linear_solver(self) -> str | None:
+        """How method newton solves its step in this batch: "cholesky" or "cg" ([solver]
+        linear, with "auto" resolved for the batch's size: solver.data.choose_linear); None for
+        the other methods."""
+        return self.solver.linear
 
     # ----------------------------------------------------------------------------- bindings
 
@@ -348,17 +357,21 @@ class Simulator(WorldAccess):
     @live
     def solver_stats(self) -> dict[str, np.ndarray]:
         """Last step, per world: solver iterations (sweeps), final residual [m/s], contact count,
-        and contact updates (Gauss-Seidel skips the contacts of bodies that have settled, so
+        contact updates (Gauss-Seidel skips the contacts of bodies that have settled, so
         updates <= iterations x contacts; the contact schedule updates every contact of a
-        world each sweep)."""
+        world each sweep; Newton with linear "cg" counts each Hessian product's rows too), and
+        linear_iterations: the conjugate-gradient iterations of Newton's steps (linear "cg",
+        summed over the solve's Newton iterations; 0 for every other solver, see
+        linear_solver)."""
         s = self.solver
-        spend_launches(4)
+        spend_launches(5 if s.cg else 4)
         iterations = hostcopy.to_numpy(s.world_iterations).astype(int)
         contacts = hostcopy.to_numpy(s.world_contacts).astype(int)
         world_rows = self.options.schedule in ("world", "block")
         updates = hostcopy.to_numpy(s.world_updates).astype(int) if world_rows else iterations * contacts
+        linear = hostcopy.to_numpy(s.world_linear_iterations).astype(int) if s.cg else np.zeros(self.worlds, int)
         return {"iterations": iterations, "residual": hostcopy.to_numpy(s.world_residual), "contacts": contacts,
-                "updates": updates}
+                "updates": updates, "linear_iterations": linear}
 
     @live
     def step_totals(self) -> dict[str, float]:

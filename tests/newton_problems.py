@@ -12,6 +12,7 @@ from taichi_hydro.backend import current_arch
 from taichi_hydro.plan import kernel_parameters
 from taichi_hydro.solver import BilateralRows, SolverData, SolverOptions
 from taichi_hydro.solver.newton import newton_solver
+from taichi_hydro.solver.newton_cg import newton_cg_solver
 from taichi_hydro.solver.newton_block import newton_block_solver
 
 from conftest import REFERENCE
@@ -35,20 +36,29 @@ def problems(name):
     return [r for r in prototype().load_problems(PROTOTYPE / f"{name}_problems.npz") if r["n"] > 0]
 
 
-def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world"):
+def kernel_for(data, schedule):
+    """The solve kernel that a Simulator would launch for `data` (solver.add_solve)."""
+    if schedule == "block":
+        return newton_block_solver(data.real, current_arch() != "cuda")
+    return newton_cg_solver(data.real) if data.cg else newton_solver(data.real)
+
+
+def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto"):
     """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
     iterations, contact evaluations); timed: a function that runs the kernel again on the same
     arrays instead (for timing). bilateral: keyword arguments of BilateralRows.set_points (world 0),
     whose solved impulses come back as rec["b_gamma"] (points, 3 directions). schedule: "world"
-    (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only)."""
+    (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only); linear:
+    [solver] linear ("cg": solver.newton_cg's kernel; its CG iterations come back as
+    rec["linear_iterations"])."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
     given = rec
     if n == 0:  # no contact rows: one zero row that no world owns
         rec = {**rec, "ids": np.zeros((1, 4), np.int32), "frame": np.eye(3)[None], "ra": np.zeros((1, 3)), "rb": np.zeros((1, 3)),
                "reg": np.ones((1, 8)), "gamma0": np.zeros((1, 3))}
-    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance)
+    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance, linear=linear)
     data = SolverData(SolverOptions.resolve(settings, current_arch()), 1, B, max(n, 1))
 
     def array(dtype, value):
@@ -81,7 +91,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
     data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
     data.body_inv_inertia_W.from_numpy(np.asarray(rec["inv_I"], np.float32)[None])
-    kernel = newton_block_solver(data.real, current_arch() != "cuda") if schedule == "block" else newton_solver(data.real)
+    kernel = kernel_for(data, schedule)
     own = data.arrays()
     call = [args[k] if k in args else own[k] for k in kernel_parameters(kernel)]
     kernel(*call)
@@ -95,6 +105,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
         return again
     points = len(bilateral["body_a"]) if bilateral else 0
     given["b_gamma"] = rows.b_gamma.to_numpy()[:3 * points].reshape(points, 3)
+    given["linear_iterations"] = int(data.world_linear_iterations.to_numpy()[0]) if data.cg else 0
     # The float64 iterate, by body (newton_pos orders the blocks).
     pos = data.newton_pos.to_numpy()[0]
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]
@@ -102,13 +113,13 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
             int(data.world_updates.to_numpy()[0]))
 
 
-def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world"):
+def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world", linear="auto"):
     """Solve the problems `recs` (as solve(), same body count, no bilateral rows) as the worlds
     of one launch. Returns [(v (B, 6) float64, gamma (n, 3), iterations)] per world."""
     W, B = len(recs), len(recs[0]["inv_mass"])
     counts = [len(r["ids"]) for r in recs]
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance)
+    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance, linear=linear)
     data = SolverData(SolverOptions.resolve(settings, current_arch()), W, B, int(starts[-1]))
 
     def array(dtype, value):
@@ -135,7 +146,7 @@ def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world"):
     data.body_vc.from_numpy(np.stack([np.asarray(r["vc"], np.float32) for r in recs]))
     data.body_wc.from_numpy(np.stack([np.asarray(r["wc"], np.float32) for r in recs]))
     data.body_inv_inertia_W.from_numpy(np.stack([np.asarray(r["inv_I"], np.float32) for r in recs]))
-    kernel = newton_block_solver(data.real, current_arch() != "cuda") if schedule == "block" else newton_solver(data.real)
+    kernel = kernel_for(data, schedule)
     own = data.arrays()
     kernel(*[args[k] if k in args else own[k] for k in kernel_parameters(kernel)])
     pos, v = data.newton_pos.to_numpy(), data.newton_v.to_numpy()

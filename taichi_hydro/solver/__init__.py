@@ -2,7 +2,8 @@
 complementarity problem, on one of two schedules that share the per-contact arithmetic
 (solver.cone): "world" (one thread per world, world_schedule) and "contact" (one launch per
 sweep over all contacts, contact_schedule); or Newton's method on the body velocities (newton:
-one thread per world on the world schedule; newton_block: one block of threads per world on
+one thread per world on the world schedule, its step by a block Cholesky factor or, past
+solver.data.DENSE_BYTES or on request, by preconditioned conjugate gradients (newton_cg); newton_block: one block of threads per world on
 the "block" schedule, cuda and vulkan)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from .bilateral import BilateralRows
 from .data import SolverData
 from ..backend import current_arch
 from .newton import newton_solver
+from .newton_cg import newton_cg_solver
 from .newton_block import newton_block_solver
 from .options import SolverOptions
 from .world_schedule import world_solver
@@ -28,7 +30,7 @@ def add_solve(plan: Plan, options: SolverOptions, data: SolverData) -> None:
         if o.schedule == "block":
             plan.add(newton_block_solver(data.real, current_arch() != "cuda"))
         else:
-            plan.add(newton_solver(data.real))
+            plan.add(newton_cg_solver(data.real) if data.cg else newton_solver(data.real))
         return
     if o.schedule == "world":
         plan.add(world_solver(o.gauss_seidel, o.accelerated, o.sleep, o.coulomb), iterations="iterations", tolerance="tolerance",

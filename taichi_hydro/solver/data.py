@@ -3,17 +3,63 @@ solve's scratch) and the solver's per-world statistics."""
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
+
 import taichi as ti
 
 from ..backend import current_arch
-from ..errors import SceneError
+from ..errors import HydroWarning, SceneError
 from ..types import mat3, vec3
 from .options import SolverOptions
 
 DENSE_BYTES = 2 << 30
-"""The most memory the dense Newton Hessians of all worlds may take [bytes]."""
+"""The most memory the dense Newton Hessians of all worlds may take [bytes]: past it, [solver]
+linear = "auto" solves Newton's step by conjugate gradients (solver.newton_cg)."""
 
-__all__ = ["SolverData"]
+__all__ = ["SolverData", "DENSE_BYTES", "choose_linear", "newton_real", "resolve_linear"]
+
+
+def newton_real():
+    """The arithmetic of the Newton solve on the backend in use: float64 where it has it,
+    float32 on vulkan."""
+    return ti.f32 if current_arch() == "vulkan" else ti.f64
+
+
+def choose_linear(requested: str, block: bool, worlds: int, bodies: int, word: int, source: str = "<scene>") -> str:
+    """The linear solver of Newton's step for a batch of `worlds` worlds of `bodies` bodies
+    whose arithmetic takes `word` bytes a number: "cholesky" (the dense (6B, 6B) Hessian per
+    world) or "cg" (matrix-free). requested: [solver] linear; "auto" is cholesky while the
+    Hessians take at most DENSE_BYTES, else cg with a HydroWarning (never silently). A forced
+    cholesky past DENSE_BYTES, and the block schedule (which factors only) past it, are
+    SceneErrors that give the size and the ways out."""
+    need = worlds * (6 * bodies) ** 2 * word
+    size = (f"{worlds} worlds of {bodies} bodies need {need / 2**30:.1f} GiB for the dense Newton Hessians, above "
+            f"{DENSE_BYTES / 2**30:.0f} GiB")
+    if block and need > DENSE_BYTES:
+        raise SceneError(f"{source}: [solver] schedule \"block\" factors each world's Hessian: {size}; use fewer worlds, "
+                         "or schedule = \"world\" (which solves by conjugate gradients past this size)")
+    if requested == "cholesky" and need > DENSE_BYTES:
+        raise SceneError(f"{source}: [solver] linear = \"cholesky\": {size}; use linear = \"cg\" (or \"auto\"), "
+                         "or fewer worlds")
+    if requested != "auto":
+        return requested
+    if need <= DENSE_BYTES:
+        return "cholesky"
+    warnings.warn(f"{source}: {size}: method newton solves its step by preconditioned conjugate gradients "
+                  "([solver] linear = \"cg\"; set linear = \"cg\" to choose it and silence this)", HydroWarning, stacklevel=4)
+    return "cg"
+
+
+def resolve_linear(options: SolverOptions, worlds: int, bodies: int, source: str = "<scene>") -> SolverOptions:
+    """`options` with Newton's linear solver chosen for the whole batch (choose_linear; its
+    warning points at the caller's caller, Simulator's user): the arrays of every smaller
+    batch built from them (the memory probes of Simulator._check_memory) are then those the
+    batch will have. Other methods: unchanged."""
+    if options.method != "newton":
+        return options
+    word = 8 if newton_real() == ti.f64 else 4
+    return replace(options, linear=choose_linear(options.linear, options.schedule == "block", worlds, bodies, word, source))
 
 
 class SolverData:
@@ -33,23 +79,30 @@ class SolverData:
     world has stopped; it swept this sweep), world_momentum, world_beta, world_restart
     (accelerated Jacobi's t, beta and restart sum).
 
-    Newton only (arithmetic in `real`: float64 where the backend has it): newton_H (W, 6B, 6B)
-    the Hessian and its factor (stored densely, written and factored on the block pattern
-    only), newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
+    Newton only (arithmetic in `real`: float64 where the backend has it): `linear`, the step's
+    solver ("cholesky" or "cg": choose_linear); with cholesky, newton_H (W, 6B, 6B) the Hessian
+    and its factor (stored densely, written and factored on the block pattern only); with cg
+    (solver.newton_cg) instead, newton_block (W, 6B, 6) each body's 6x6 preconditioner block
+    and its factor, newton_r, newton_p, newton_q (W, 6B) CG's vectors, per contact row c_G (its
+    curvature G, contact frame), and world_linear_iterations (W,) i32, the CG iterations of
+    the last solve; newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
     velocities, gradient, step and Jacobi scaling; the body ordering and block pattern
-    newton_adj, newton_padj, newton_rows (W, B, B) and newton_pos, newton_deg, newton_row_len
-    (W, B) (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
+    newton_adj, newton_padj, newton_rows (W, B, B) (cholesky only) and newton_pos (the identity
+    with cg), newton_deg, newton_row_len (W, B) (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
     c_u (J v) and c_jdv (J dv), sized by resize(). The block schedule (solver.newton_block)
     adds per contact row its world-frame terms (a run's totals at the run's first row):
     c_f [N s], c_ta, c_tb [N m s] (impulse on b and its moments about a's and b's centres of
     mass), c_A, c_AS, c_SAS (F^T G F [1/(kg s) units of G], A [r_a], [r_a] A [r_a]); and
     newton_fence (W,) i32, the SPIR-V barriers' atomic (always 0)."""
 
-    def __init__(self, options: SolverOptions, worlds: int, bodies: int, rows: int):
+    def __init__(self, options: SolverOptions, worlds: int, bodies: int, rows: int, source: str = "<scene>"):
         W, B = worlds, bodies
         self.newton = options.method == "newton"
         self.block = self.newton and options.schedule == "block"
-        self.real = ti.f32 if current_arch() == "vulkan" else ti.f64
+        self.real = newton_real()
+        self.linear = (choose_linear(options.linear, self.block, W, B, 8 if self.real == ti.f64 else 4, source)
+                       if self.newton else None)
+        self.cg = self.linear == "cg"
         self.rows = -1
         for name in ("body_vc", "body_wc", "body_vx", "body_wx", "body_dv", "body_dw"):
             setattr(self, name, ti.ndarray(vec3, (W, B)))
@@ -61,17 +114,19 @@ class SolverData:
             setattr(self, name, ti.ndarray(float, W))
         if self.newton:
             N = 6 * B
-            need = W * N * N * (8 if self.real == ti.f64 else 4)
-            if need > DENSE_BYTES:
-                raise SceneError(f"[solver] method newton stores each world's Hessian densely: {W} worlds of {B} bodies need "
-                                 f"{need / 2**30:.1f} GiB for the Hessians, above {DENSE_BYTES / 2**30:.0f} GiB; use fewer "
-                                 "worlds or method gauss_seidel")
-            self.newton_H = ti.ndarray(self.real, (W, N, N))
             for name in ("newton_v", "newton_vs", "newton_grad", "newton_dv", "newton_scale"):
                 setattr(self, name, ti.ndarray(self.real, (W, N)))
+            self.newton_pos = ti.ndarray(ti.i32, (W, B))
+        if self.cg:
+            self.newton_block = ti.ndarray(self.real, (W, N, 6))
+            self.world_linear_iterations = ti.ndarray(ti.i32, W)
+            for name in ("newton_r", "newton_p", "newton_q"):
+                setattr(self, name, ti.ndarray(self.real, (W, N)))
+        elif self.newton:
+            self.newton_H = ti.ndarray(self.real, (W, N, N))
             for name in ("newton_adj", "newton_padj", "newton_rows"):
                 setattr(self, name, ti.ndarray(ti.i32, (W, B, B)))
-            for name in ("newton_pos", "newton_deg", "newton_row_len"):
+            for name in ("newton_deg", "newton_row_len"):
                 setattr(self, name, ti.ndarray(ti.i32, (W, B)))
         if self.block:
             self.newton_fence = ti.ndarray(ti.i32, W)
@@ -85,6 +140,8 @@ class SolverData:
         self.c_bound = ti.ndarray(self.real, rows)
         self.c_u = ti.ndarray(ti.types.vector(3, self.real), rows)
         self.c_jdv = ti.ndarray(ti.types.vector(3, self.real), rows)
+        if self.cg:
+            self.c_G = ti.ndarray(ti.types.matrix(3, 3, self.real), rows)
         if self.block:
             for name in ("c_f", "c_ta", "c_tb"):
                 setattr(self, name, ti.ndarray(ti.types.vector(3, self.real), rows))

@@ -42,7 +42,7 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
                      vec4, vec6)
 from .cone import apply_world_impulse, body_change
 
-__all__ = ["newton_funcs", "newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
+__all__ = ["newton_funcs", "world_funcs", "newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
 LINE_SEARCH_EVALUATIONS = 20
@@ -603,10 +603,132 @@ def newton_funcs(real):
 
 
 @functools.lru_cache(maxsize=None)
-def newton_solver(real):
-    """The Newton solve kernel of the world schedule, with arithmetic in `real` (ti.f64 or
-    ti.f32), made once per type."""
+def world_funcs(real):
+    """The passes of one world's Newton solve that run the same whatever solves for the step
+    (one thread per world: the world kernel below, with the Cholesky factor, and
+    solver.newton_cg's, with conjugate gradients): the warm start, the line search with the
+    step and the bound update, and the solution's store. The generalized velocity of body b
+    sits at 6 newton_pos[w, b] of the world's vectors."""
     f = newton_funcs(real)
+
+    @ti.func
+    def warm_start(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+                   c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(),
+                   c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
+                   body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                   newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
+                   c_u: ti.template()):
+        """v* to newton_vs; the first iterate v0 = v* + M^-1 J^T gamma0 (the warm start: the
+        contact and bilateral impulses of the previous solve) to newton_v; the bounds
+        g0 = mu gamma0_n to c_bound and u = J v0 to c_u."""
+        for b in range(B):
+            f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
+        for c in range(start, end):
+            ids = c_ids[c]
+            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
+                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+            c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
+        for j in range(jstart, jend):
+            f.warm_start_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+        for b in range(B):
+            f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
+        for c in range(start, end):  # u = J v, then kept up to date with each step
+            ids = c_ids[c]
+            c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
+                                 ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+
+    @ti.func
+    def search_and_step(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+                        c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
+                        c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_law: ti.template(),
+                        body_reach: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                        newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(),
+                        newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()):
+        """The exact line search on phi(alpha) = l(v + alpha dv; g) along the step newton_dv,
+        then v += alpha dv, u += alpha J dv and the bounds g = mu gamma_n(u). Returns (the
+        largest velocity change of a body point [m/s], the rows evaluated)."""
+        evaluations = 0
+        d0 = ti.cast(0.0, real)
+        # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
+        # dMv = dv^T M (v - v*), dMd = dv^T M dv.
+        dMd = ti.cast(0.0, real)
+        dMv = ti.cast(0.0, real)
+        for i in range(6 * B):
+            d0 += newton_grad[w, i] * newton_dv[w, i]
+        for b in range(B):
+            dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
+                                          body_inv_mass, body_inv_inertia_W, dMd, dMv)
+        for c in range(start, end):
+            ids = c_ids[c]
+            pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
+            c_jdv[c] = f.contact_u(w, pa, pb, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
+                                   newton_dv)
+        alpha = ti.cast(1.0, real)
+        if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
+            alpha = 0.0
+        else:
+            lo, hi = ti.cast(0.0, real), ti.cast(ALPHA_MAX, real)
+            for _ in range(LINE_SEARCH_EVALUATIONS):
+                d1 = dMv + alpha * dMd
+                d2 = dMd
+                for c in range(start, end):
+                    jdv = c_jdv[c]
+                    dd1, dd2 = f.directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
+                    d1 += dd1
+                    d2 += dd2
+                for j in range(jstart, jend):
+                    dd1, dd2 = f.bilateral_directional(w, j, alpha, b_ids, b_Ja, b_Jb, b_law, newton_pos, newton_v,
+                                                       newton_dv)
+                    d1 += dd1
+                    d2 += dd2
+                evaluations += end - start + jend - jstart
+                if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
+                    break
+                if d1 < 0.0:
+                    lo = alpha
+                    if alpha >= ALPHA_MAX:
+                        break
+                else:
+                    hi = alpha
+                nxt = 0.5 * (lo + hi)
+                if d2 > 0.0:
+                    nxt = alpha - d1 / d2
+                if not (lo < nxt and nxt < hi):
+                    nxt = 0.5 * (lo + hi)
+                alpha = nxt
+        change = ti.cast(0.0, real)
+        for b in range(B):
+            change = ti.max(change, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))
+        for c in range(start, end):
+            f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
+        return change, evaluations
+
+    @ti.func
+    def store_solution(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+                       c_reg: ti.template(), c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(),
+                       b_Jb: ti.template(), b_law: ti.template(), b_gamma: ti.template(), body_vc: ti.template(),
+                       body_wc: ti.template(), body_inv_mass: ti.template(), newton_pos: ti.template(), newton_v: ti.template(),
+                       c_bound: ti.template(), c_u: ti.template()):
+        """The solution: the velocities to body_vc/body_wc and the impulses of the regularised
+        law at them to c_gamma and b_gamma."""
+        for b in range(B):
+            f.store_velocity(w, b, 6 * newton_pos[w, b], newton_v, body_vc, body_wc)
+        for c in range(start, end):
+            gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
+            c_gamma[c] = ti.cast(gamma, float)
+        for j in range(jstart, jend):
+            b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
+                                                     newton_v), float)
+
+    return types.SimpleNamespace(**locals())
+
+
+@functools.lru_cache(maxsize=None)
+def newton_solver(real):
+    """The Newton solve kernel of the world schedule with the block Cholesky factor ([solver]
+    linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32), made once per type."""
+    f = newton_funcs(real)
+    wf = world_funcs(real)
     rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.kernel
@@ -674,21 +796,9 @@ def newton_solver(real):
                 wm = w % body_inv_mass.shape[0]
                 f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
                                newton_padj, newton_rows, newton_row_len)
-                for b in range(B):
-                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
-                for c in range(start, end):  # v0 = v* + M^-1 J^T gamma0 (the warm start), g0 = mu gamma0_n
-                    ids = c_ids[c]
-                    apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
-                                        body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
-                    c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
-                for j in range(jstart, jend):  # and + M^-1 J^T gamma0 of the bilateral rows
-                    f.warm_start_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
-                for b in range(B):
-                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
-                for c in range(start, end):  # u = J v, then kept up to date with each step
-                    ids = c_ids[c]
-                    c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
-                                         ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+                wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
+                              b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
+                              c_bound, c_u)
                 while it < iterations:
                     modified = 1 if it < MODIFIED_ITERATIONS else 0
                     # Gradient and Hessian: M first (identity rows for immobile bodies), then
@@ -744,73 +854,16 @@ def newton_solver(real):
                             f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
                     f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                        newton_row_len)
-                    # Line search on phi(alpha) = l(v + alpha dv; g).
-                    d0 = ti.cast(0.0, real)
-                    # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
-                    # dMv = dv^T M (v - v*), dMd = dv^T M dv.
-                    dMd = ti.cast(0.0, real)
-                    dMv = ti.cast(0.0, real)
-                    for i in range(6 * B):
-                        d0 += newton_grad[w, i] * newton_dv[w, i]
-                    for b in range(B):
-                        dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
-                                                      body_inv_mass, body_inv_inertia_W, dMd, dMv)
-                    for c in range(start, end):
-                        ids = c_ids[c]
-                        pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
-                        c_jdv[c] = f.contact_u(w, pa, pb, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
-                                               newton_dv)
-                    alpha = ti.cast(1.0, real)
-                    if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
-                        alpha = 0.0
-                    else:
-                        lo, hi = ti.cast(0.0, real), ti.cast(ALPHA_MAX, real)
-                        for _ in range(LINE_SEARCH_EVALUATIONS):
-                            d1 = dMv + alpha * dMd
-                            d2 = dMd
-                            for c in range(start, end):
-                                jdv = c_jdv[c]
-                                dd1, dd2 = f.directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
-                                d1 += dd1
-                                d2 += dd2
-                            for j in range(jstart, jend):
-                                dd1, dd2 = f.bilateral_directional(w, j, alpha, b_ids, b_Ja, b_Jb, b_law, newton_pos, newton_v,
-                                                                   newton_dv)
-                                d1 += dd1
-                                d2 += dd2
-                            evaluations += end - start + jend - jstart
-                            if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
-                                break
-                            if d1 < 0.0:
-                                lo = alpha
-                                if alpha >= ALPHA_MAX:
-                                    break
-                            else:
-                                hi = alpha
-                            nxt = 0.5 * (lo + hi)
-                            if d2 > 0.0:
-                                nxt = alpha - d1 / d2
-                            if not (lo < nxt and nxt < hi):
-                                nxt = 0.5 * (lo + hi)
-                            alpha = nxt
-                    # Step, bounds, stopping test.
-                    change = ti.cast(0.0, real)
-                    for b in range(B):
-                        change = ti.max(change, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))
-                    for c in range(start, end):
-                        f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
+                    change, searched = wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg,
+                                                          b_ids, b_Ja, b_Jb, b_law, body_reach, body_inv_mass, body_inv_inertia_W,
+                                                          newton_pos, newton_v, newton_vs, newton_grad, newton_dv, c_bound, c_u,
+                                                          c_jdv)
+                    evaluations += searched
                     it += 1
                     if change <= tolerance:
                         break
-                # The solution: velocities and the impulses of the regularised law at it.
-                for b in range(B):
-                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_v, body_vc, body_wc)
-                for c in range(start, end):
-                    gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
-                    c_gamma[c] = ti.cast(gamma, float)
-                for j in range(jstart, jend):
-                    b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
-                                                             newton_v), float)
+                wf.store_solution(w, wm, start, end, jstart, jend, B, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_law, b_gamma, body_vc,
+                                  body_wc, body_inv_mass, newton_pos, newton_v, c_bound, c_u)
             world_iterations[w] = it
             world_residual[w] = ti.cast(change, float)
             world_contacts[w] = end - start

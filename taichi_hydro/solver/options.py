@@ -20,7 +20,9 @@ class SolverOptions:
     Compile-time (kernels specialise on them with ti.static; each combination compiles once):
     schedule ("world" | "contact" | "block"), method ("jacobi" | "accelerated" | "gauss_seidel" | "newton"),
     coulomb (the De Saxce term), sleep (Gauss-Seidel only), deterministic, warm_start,
-    patch_point (one point contact per patch: [solver] contact = "point").
+    patch_point (one point contact per patch: [solver] contact = "point"), linear (newton's
+    step: "auto" | "cholesky" | "cg"; solver.data.SolverData picks for "auto" once it knows the
+    batch's size).
     Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
     [m/s], relaxation omega, beta, sigma."""
 
@@ -36,6 +38,7 @@ class SolverOptions:
     beta: float
     sigma: float
     patch_point: bool = False
+    linear: str = "auto"
 
     @staticmethod
     def resolve(settings: SolverSettings, arch: str, source: str = "<scene>", joints: bool = False) -> "SolverOptions":
@@ -46,7 +49,9 @@ class SolverOptions:
         world schedule elsewhere: cpu has no thread blocks (schedule "block" is refused there),
         and on vulkan the block kernel is selectable but not the default, since Mesa's lavapipe
         (software Vulkan) takes about 10 minutes to compile it, against about 1 minute for the
-        world kernel."""
+        world kernel. Newton with [solver] linear = "cg" (conjugate gradients, which only the
+        world kernel has) resolves to the world schedule on cuda too; linear set to anything
+        but "auto" with a method other than newton is refused."""
         schedule = settings.schedule
         if schedule == "block" and arch not in BLOCK_ARCHS:
             raise SceneError(f"{source}: [solver] schedule \"block\" needs thread blocks (cuda or vulkan), not arch {arch}; "
@@ -59,19 +64,22 @@ class SolverOptions:
         if joints and method != "newton":
             raise SceneError(f"{source}: [solver] method {method}: the scene has joints, which only method newton solves")
         if method == "newton" and settings.schedule == "auto":
-            schedule = "block" if arch == "cuda" else "world"
+            schedule = "world" if arch != "cuda" or settings.linear == "cg" else "block"
         if schedule == "block" and method != "newton":
             raise SceneError(f"{source}: [solver] schedule \"block\" runs method newton only, not {method}")
         if method == "auto":
             method = "gauss_seidel" if schedule == "world" else "accelerated"
         if method in ("gauss_seidel", "newton") and schedule == "contact":
             raise SceneError(f"{source}: [solver] method {method} needs schedule \"world\"")
+        if settings.linear != "auto" and method != "newton":
+            raise SceneError(f"{source}: [solver] linear \"{settings.linear}\" is how method newton solves its step; "
+                             f"this scene runs method {method} (set method = \"newton\", or drop the key)")
         return SolverOptions(
             schedule=schedule, method=method, coulomb=settings.mode == "coulomb",
             sleep=method == "gauss_seidel" and settings.sleep, deterministic=settings.deterministic,
             warm_start=settings.warm_start, iterations=int(settings.iterations), tolerance=float(settings.tolerance),
             relaxation=float(settings.relaxation), beta=float(settings.beta), sigma=float(settings.sigma),
-            patch_point=settings.contact == "point",
+            patch_point=settings.contact == "point", linear=settings.linear,
         )
 
     @property
