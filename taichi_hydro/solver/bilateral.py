@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import taichi as ti
 
+from .. import hostcopy
 from ..errors import SceneError
 from ..types import ID_A, ID_B, ID_WORLD, L_R, UNBOUNDED, host_float, ivec4, vec4, vec6
 
@@ -61,7 +62,7 @@ class BilateralRows:
         J = self.worlds * rows_per_world
         if J > self.capacity:
             self._allocate(J)
-        self.bilateral_start.from_numpy(np.arange(self.worlds + 1, dtype=np.int32) * rows_per_world)
+        hostcopy.from_numpy(self.bilateral_start, np.arange(self.worlds + 1, dtype=np.int32) * rows_per_world)
 
     def set_points(self, world, body_a, body_b, r_a, r_b, compliance, bias=None, frame=None) -> None:
         """Replace the rows by point constraints: per constraint its world, bodies a and b
@@ -103,13 +104,13 @@ class BilateralRows:
                 Ja[row] = np.concatenate([-f, -np.cross(r_a[c], f)])
                 Jb[row] = np.concatenate([f, np.cross(r_b[c], f)])
                 law[row] = (compliance[c, k], bias[c, k], -UNBOUNDED, UNBOUNDED)
-        self.b_ids.from_numpy(ids)
+        hostcopy.from_numpy(self.b_ids, ids)
         for name, value in (("b_Ja", Ja), ("b_Jb", Jb), ("b_law", law)):
-            getattr(self, name).from_numpy(value.astype(host_float()))
+            hostcopy.from_numpy(getattr(self, name), value.astype(host_float()))
         self.b_gamma.fill(0.0)
         start = np.zeros(self.worlds + 1, np.int32)
         start[1:] = np.cumsum(3 * np.bincount(world, minlength=self.worlds))
-        self.bilateral_start.from_numpy(start)
+        hostcopy.from_numpy(self.bilateral_start, start)
 
     def arrays(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
