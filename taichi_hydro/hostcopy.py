@@ -16,6 +16,7 @@ import numpy as np
 import taichi as ti
 
 from .backend import current_arch
+from .interop import ndarray_address
 
 __all__ = ["to_numpy", "from_numpy", "copy"]
 
@@ -33,7 +34,7 @@ def _host_view(arr) -> np.ndarray | None:
     if dtype is None:
         return None
     shape = tuple(arr.arr.total_shape())
-    address = int(ti.lang.impl.get_runtime().prog.get_ndarray_data_ptr_as_int(arr.arr))
+    address = ndarray_address(arr)
     nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     return np.frombuffer((ctypes.c_char * nbytes).from_address(address), dtype=dtype).reshape(shape)
 
