@@ -172,3 +172,56 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
         assert must <= found, f"missed: {sorted(must - found)[:5]}"
         assert n < len(x), "nothing was pruned"
         print(f"{case}: {n} candidates of {len(x)} elements, {len(must)} needed")
+
+
+def test_lens_box_holds_the_balls_overlap_and_is_tight(arch):
+    """broadphase.lens_box: every point of both balls (sampled, float64) lies in the box, over
+    random pairs of balls that overlap a little, a lot, one inside the other, and concentric;
+    balls apart give an empty box. Tight where closed form says: unit balls 1.98 m apart along
+    x meet in a lens 0.02 m thick and of radius sqrt(1 - 0.99^2) = 0.1411 m, so the box is
+    [0.98, 1.0] x [-0.1411, 0.1411]^2 up to the slack (1e-5 of the sizes)."""
+    import taichi as ti
+
+    from taichi_hydro.collision.broadphase import lens_box
+    from taichi_hydro.types import box3, nd, vec4
+
+    @ti.kernel
+    def boxes(balls: nd(dtype=vec4, ndim=2), out: nd(dtype=box3, ndim=1)):
+        for i in range(out.shape[0]):
+            a, b = balls[i, 0], balls[i, 1]
+            out[i] = lens_box(ti.Vector([a[0], a[1], a[2]]), a[3], ti.Vector([b[0], b[1], b[2]]), b[3])
+
+    rng = np.random.default_rng(7)
+    n = 64
+    c_a = rng.uniform(-1, 1, (n, 3))
+    r_a = rng.uniform(0.1, 1.0, n)
+    r_b = rng.uniform(0.1, 1.0, n)
+    direction = rng.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    # Distances from concentric through one inside the other to barely touching, and apart.
+    frac = np.concatenate([[0.0], rng.uniform(0.0, 1.0, n - 9), [0.999, 1.001, 1.2, 1.5, 0.5, 0.9, 0.99, 0.02]])
+    d = frac * (r_a + r_b)
+    c_b = c_a + d[:, None] * direction
+    tight = n - 1  # the closed-form case in the last row
+    c_a[tight], r_a[tight], c_b[tight], r_b[tight] = (0, 0, 0), 1.0, (1.98, 0, 0), 1.0
+    d[tight] = 1.98
+    balls = ti.ndarray(vec4, (n, 2))
+    balls.from_numpy(np.stack([np.c_[c_a, r_a], np.c_[c_b, r_b]], axis=1).astype(np.float32))
+    out = ti.ndarray(box3, n)
+    boxes(balls, out)
+    box = out.to_numpy().astype(np.float64)
+    for i in range(n):
+        apart = d[i] > r_a[i] + r_b[i]
+        lo, hi = box[i]
+        assert apart == bool(np.any(lo > hi)), (i, d[i], r_a[i] + r_b[i], lo, hi)
+        if apart:
+            continue
+        # Points in the lens: sample ball a's box uniformly and keep those inside both balls.
+        x = rng.uniform(c_a[i] - r_a[i], c_a[i] + r_a[i], (40000, 3))
+        x = x[(np.linalg.norm(x - c_a[i], axis=1) <= r_a[i]) & (np.linalg.norm(x - c_b[i], axis=1) <= r_b[i])]
+        tol = 1e-5 * (np.abs(c_a[i]).sum() + np.abs(c_b[i]).sum() + r_a[i] + r_b[i])
+        assert np.all(x >= lo - tol) and np.all(x <= hi + tol), i
+    lo, hi = box[tight]
+    rho = np.sqrt(1 - 0.99 ** 2)
+    np.testing.assert_allclose(lo, [0.98, -rho, -rho], atol=1e-4)
+    np.testing.assert_allclose(hi, [1.0, rho, rho], atol=1e-4)

@@ -116,6 +116,45 @@ def geometry_box(local: box3, ball: vec4, R: mat3, p: vec3) -> box3:
     return intersect(transformed_box(local, R, p), make_box(c - ball[3], c + ball[3]))
 
 
+@ti.func
+def lens_box(c_a: vec3, r_a: float, c_b: vec3, r_b: float) -> box3:
+    """Box of the intersection of the balls (c_a, r_a) and (c_b, r_b) [m] (the lens where two
+    bodies' bounding balls overlap: every contact polygon of their meshes lies in it), inflated
+    by TREE_SLACK against rounding; empty when the balls are apart. Along the axis n from c_a
+    to c_b (d = |c_b - c_a|) the lens spans t in [max(-r_a, d - r_b), min(r_a, d + r_b)];
+    across it, a disc of radius at most rho = sqrt(r_a^2 - x^2) when the plane of the balls'
+    circle, t = x = (d^2 + r_a^2 - r_b^2) / (2 d), lies between the centres (0 <= x <= d: ball
+    b bounds the lens below x, ball a above, each widest at x), else at most min(r_a, r_b).
+    The box is that of the cylinder: the axis segment widened by rho sqrt(1 - n_k^2) along
+    axis k."""
+    slack = TREE_SLACK * (c_a.norm() + c_b.norm() + r_a + r_b)
+    m = c_b - c_a
+    d = m.norm()
+    out = empty_box()
+    if d <= r_a + r_b + slack:
+        n = vec3(0.0, 0.0, 1.0)
+        if d > slack:
+            n = m / d
+        t0 = ti.max(-r_a, d - r_b)
+        t1 = ti.min(r_a, d + r_b)
+        rho = ti.min(r_a, r_b)
+        if d > slack:
+            x = (d * d + r_a * r_a - r_b * r_b) / (2.0 * d)
+            if x >= 0.0 and x <= d:
+                rho = ti.min(rho, ti.sqrt(ti.max(r_a * r_a - x * x, 0.0)))
+        else:  # concentric: the direction is arbitrary, so bound across every axis
+            t0, t1 = -rho, rho
+        p0 = c_a + t0 * n
+        p1 = c_a + t1 * n
+        e = vec3(0.0)
+        for k in ti.static(range(3)):
+            e[k] = rho * ti.sqrt(ti.max(1.0 - n[k] * n[k], 0.0))
+        if d <= slack:
+            e = vec3(rho)
+        out = inflated(make_box(ti.min(p0, p1) - e, ti.max(p0, p1) + e), slack)
+    return out
+
+
 @ti.kernel
 def clear_counts(counts: nd(dtype=ti.i32, ndim=1)):
     """Writes counts = 0 (the pools' counters, before a pass appends)."""
@@ -193,7 +232,10 @@ def pair_activity(
             if t == PairType.TET_TET or t == PairType.TET_TRI:
                 box_a = inflated(geometry_box(geom_box_G[ga], geom_ball_G[ga], Ra, body_p[w, ba]), skin)
                 box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], Rb, body_p[w, bb])
-                inter = intersect(box_a, box_b)
+                ball_a, ball_b = geom_ball_G[ga], geom_ball_G[gb]
+                lens = lens_box(Ra @ vec3(ball_a[0], ball_a[1], ball_a[2]) + body_p[w, ba], ball_a[3] + skin,
+                                Rb @ vec3(ball_b[0], ball_b[1], ball_b[2]) + body_p[w, bb], ball_b[3])
+                inter = intersect(intersect(box_a, box_b), lens)
                 active = box_valid(inter)
             else:
                 mesh, plane = ga, gb
