@@ -10,7 +10,9 @@
 3. mesh-mesh pairs (find_candidates): one thread per world and element of a geometry that is
    geometry a of such a pair; for each active pair in which it is geometry a, its clamped box,
    taken into the frame of geometry b's mesh, descends b's static tree (geometry.bvh); the
-   elements of b whose boxes it meets there, and whose world boxes meet it, become candidates;
+   elements of b whose boxes it meets there, and whose world boxes meet it, become candidates
+   (a pair's box is first cut to its bounding balls' lens, lens_box; tet-tet pairs whose
+   equal-pressure plane clearly misses a tet are dropped);
 4. planar pairs (find_planar): one thread per world and element of a mesh in a mesh-half-space
    pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
    below it (a compliant slab) become candidates, in element order.
@@ -30,6 +32,8 @@ import taichi as ti
 from ..math3d import finite_pose, quat_to_mat
 from . import skin as skin_rule
 from .candidates import SPAN_KEPT, append_candidate
+from .clip import meeting_plane_misses
+from .narrowphase import tet_local
 from ..types import (
     FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
     TETMESH, PairType, RealVector, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
@@ -355,6 +359,15 @@ def boxes_meet(a: box3, b: box3) -> ti.i32:
     return box_valid(intersect(a, b))
 
 
+@ti.func
+def box_meets_ball(b: box3, c: vec3, r: float) -> ti.i32:
+    """1 when the box b and the ball (centre c, radius r) [m] share a point, up to TREE_SLACK of
+    their sizes (the box's nearest point to c is within r)."""
+    gap = c - ti.min(ti.max(c, box_lo(b)), box_hi(b))
+    reach = r + TREE_SLACK * (box_reach(b) + c.norm() + r)
+    return 1 if gap.dot(gap) <= reach * reach else 0
+
+
 @ti.kernel
 def find_candidates(
     body_p: nd(dtype=vec3, ndim=2),
@@ -363,6 +376,9 @@ def find_candidates(
     query_elem_geom: nd(dtype=ti.i32, ndim=1),
     query_count: ti.i32,
     tet_X_G: nd(dtype=tet_vertices, ndim=1),
+    tet_p: nd(dtype=vec4, ndim=1),
+    tet_grad_G: nd(dtype=vec3, ndim=1),
+    geom_scale: nd(dtype=float, ndim=2),
     tri_X_G: nd(dtype=tri_vertices, ndim=1),
     geom_region: nd(dtype=box3, ndim=3),
     geom_region_G: nd(dtype=box3, ndim=3),
@@ -373,6 +389,7 @@ def find_candidates(
     pair_i: nd(dtype=ivec8, ndim=1),
     pair_search: nd(dtype=ti.i32, ndim=2),
     skin: float,
+    geom_ball_G: nd(dtype=vec4, ndim=1),
     bvh_box_G: nd(dtype=box3, ndim=1),
     bvh_node: nd(dtype=ivec4, ndim=1),
     bvh_elem: nd(dtype=ti.i32, ndim=1),
@@ -386,7 +403,11 @@ def find_candidates(
     from a's side only): (world, pair, element of a, element of b) where b's element box meets
     a's element box inflated by the skin [m] and clamped to a's region, both in the world
     frame, b's elements found through its tree (their boxes in b's mesh frame against the
-    clamped box taken into that frame). Elements within the skin of each other are so inside
+    clamped box taken into that frame), unless a's box misses b's bounding ball (geom_ball_G:
+    b's elements all lie in it). Without a skin, a tet-tet pair whose equal-pressure plane
+    clearly misses one of the two tets (clip.meeting_plane_misses, both tets taken about a's
+    vertex 0 as the narrow phase takes them) has no polygon and is not listed; with a skin
+    every box-overlapping pair is, since the list must hold while the bodies move. Elements within the skin of each other are so inside
     the pair's box, so inside the clamped box: no such pair is missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
@@ -407,6 +428,20 @@ def find_candidates(
             if near == 1:
                 box_a = clamped_box(w, g, la, gi, quat_to_mat(body_q[w, ba]), body_p[w, ba], skin, tet_X_G, tri_X_G, geom_region,
                                     geom_region_n)
+            # a's tet about a local origin at its vertex 0, as the narrow phase takes it, for
+            # the equal-pressure plane test of tet-tet pairs (without a skin: a kept list must
+            # hold for every pose within the skin, and the plane moves with the bodies).
+            origin, a0, a1, a2, a3, grad_a, p_a = vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), 0.0
+            plane_test = box_valid(box_a) == 1 and skin == 0.0 and gi[G_KIND] == TETMESH
+            if plane_test:
+                Ra = quat_to_mat(body_q[w, ba])
+                ia = gi[G_POOL_START] + la
+                s_a = geom_scale[w % geom_scale.shape[0], g]
+                Xa = tet_X_G[ia]
+                origin = Ra @ vec3(Xa[0, 0], Xa[0, 1], Xa[0, 2]) + body_p[w, ba]
+                a0, a1, a2, a3 = tet_local(Xa, Ra, body_p[w, ba] - origin)
+                grad_a = Ra @ (s_a * tet_grad_G[ia])
+                p_a = (s_a * tet_p[ia])[0]
             if box_valid(box_a) == 1:
                 listed = n_pairs <= K  # else scan g's pair list
                 n_scan = n_pairs if listed else geom_pair_start[g + 1] - geom_pair_start[g]
@@ -429,6 +464,9 @@ def find_candidates(
                         query = inflated(query, TREE_SLACK * (box_reach(query) + pb.norm()))
                         node = gib[G_BVH_ROOT]
                         end = bvh_node[node][0]
+                        ball = geom_ball_G[gb]
+                        if box_meets_ball(box_a, Rb @ vec3(ball[0], ball[1], ball[2]) + pb, ball[3]) == 0:
+                            node = end  # a's element is outside b's bounding ball: no element of b reaches it
                         while node < end:
                             nd_ = bvh_node[node]
                             if boxes_meet(query, bvh_box_G[node]) == 1:
@@ -436,7 +474,15 @@ def find_candidates(
                                     if boxes_meet(query, bvh_elem_box_G[j]) == 1:
                                         lb = bvh_elem[j]
                                         box_b = element_box(gib[G_KIND], gib[G_POOL_START] + lb, tet_X_G, tri_X_G, Rb, pb)
-                                        if boxes_meet(box_a, box_b) == 1:
+                                        keep = boxes_meet(box_a, box_b)
+                                        if keep == 1 and plane_test and pair_i[p][P_TYPE] == PairType.TET_TET:
+                                            ib = gib[G_POOL_START] + lb
+                                            s_b = geom_scale[w % geom_scale.shape[0], gb]
+                                            b0, b1, b2, b3 = tet_local(tet_X_G[ib], Rb, pb - origin)
+                                            grad_b = Rb @ (s_b * tet_grad_G[ib])
+                                            p_b = (s_b * tet_p[ib])[0] - grad_b.dot(b0)
+                                            keep = 1 - meeting_plane_misses(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
+                                        if keep == 1:
                                             append_candidate(ivec4(w, p, la, lb), counts, cand, cand_span, candidate_capacity)
                                 node += 1
                             else:

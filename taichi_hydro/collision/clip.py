@@ -232,3 +232,29 @@ def meeting_plane(grad_a: vec3, p_a: float, grad_b: vec3, p_b: float):
     if ok and gradient_along(grad_b, n) == 1 and gradient_along(grad_a, -n) == 1:
         use = 1
     return n, d, use
+
+
+@ti.func
+def clearly_apart(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float) -> ti.i32:
+    """1 when every tet vertex lies on one side of the plane n.x = d by more than 1e-4 of the
+    vertices' and the plane's distances from the local origin: a conservative form of
+    `1 - crosses`, which another kernel (other rounding) may apply to the same plane."""
+    s0, s1, s2, s3 = n.dot(x0) - d, n.dot(x1) - d, n.dot(x2) - d, n.dot(x3) - d
+    eps = 1e-4 * (ti.max(x0.norm(), x1.norm(), x2.norm(), x3.norm()) + ti.abs(d))
+    return 1 if ti.min(s0, s1, s2, s3) > eps or ti.max(s0, s1, s2, s3) < -eps else 0
+
+
+@ti.func
+def meeting_plane_misses(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float, b0: vec3, b1: vec3, b2: vec3,
+                         b3: vec3, grad_b: vec3, p_b: float) -> ti.i32:
+    """1 when tets a and b (vertices and linear fields p + grad.x about one local origin, as the
+    narrow phase computes them) have no contact polygon because their equal-pressure plane
+    clearly misses one of them (clearly_apart); 0 when it may cross both, or the gradients
+    agree (no plane: the narrow phase decides). The broad phase drops such pairs before they
+    are listed."""
+    n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
+    out = 0
+    if ok:
+        out = clearly_apart(a0, a1, a2, a3, n, d) | clearly_apart(b0, b1, b2, b3, n, d)
+    return out
+
