@@ -30,7 +30,13 @@ from .types import (
     tet_vertices, tri_vertices, vec3, vec4,
 )
 
-__all__ = ["ModelData", "Model", "build_model", "mass_properties", "body_reach", "combine_pair_parameters"]
+__all__ = ["ModelData", "Model", "build_model", "mass_properties", "body_reach", "combine_pair_parameters", "PLANAR_CHUNK"]
+
+PLANAR_CHUNK = 32
+"""Elements of a planar pair's mesh per broad-phase thread (collision.broadphase.find_planar):
+a thread reads the pair's activity and plane once for its run of elements, so pairs out of
+contact cost one test per run, and still leaves E / PLANAR_CHUNK threads to a mesh of E
+elements."""
 
 
 @dataclass
@@ -75,7 +81,8 @@ class ModelData:
       d weighted by the moduli, tau = tau_a + tau_b; see combine_pair_parameters).
     pair_table (G, G): pair id of a mesh-mesh pair or -1.
     geom_pair_start (G+1,), geom_pair_list (...): mesh-mesh pairs of each geometry (CSR).
-    planar_task (K, 2): (pair, element index within the mesh geometry) for every planar pair.
+    planar_task (K, 3): (pair, first element, element count) for every planar pair, its mesh's
+      elements (indices within the mesh geometry) in runs of at most PLANAR_CHUNK, in order.
     body_kind (B,): BODY_DYNAMIC, BODY_STATIC or BODY_KINEMATIC.
     body_mass (B,) [kg] (0 unless dynamic); body_inertia_B (B, 3, 3) [kg m^2] about the centre
       of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame (see
@@ -347,8 +354,9 @@ def build_model(scene: Scene) -> ModelData:
         if row[P_TYPE] in PairType.PLANAR:
             mesh_geom = row[P_GEOM_B] if row[P_TYPE] == PairType.SLAB_TRI else row[P_GEOM_A]
             n = int(geom_i[mesh_geom, G_ELEM_COUNT])
-            tasks.append(np.column_stack([np.full(n, p), np.arange(n)]))
-    planar_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 2), dtype=np.int32)
+            first = np.arange(0, n, PLANAR_CHUNK)
+            tasks.append(np.column_stack([np.full(len(first), p), first, np.minimum(n - first, PLANAR_CHUNK)]))
+    planar_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 3), dtype=np.int32)
     tree_geoms = {int(row[P_GEOM_B]) for row in pair_i if row[P_TYPE] in PairType.MESH_MESH}
     bvh_box, bvh_node, bvh_elem, bvh_elem_box, roots = mesh_trees(geoms, tree_geoms)
     for g, root in roots.items():
@@ -525,7 +533,7 @@ class Model:
         hostcopy.from_numpy(self.pair_table, table)
         self.geom_pair_start = _upload(ti.i32, host.geom_pair_start)
         self.geom_pair_list = _upload(ti.i32, host.geom_pair_list)
-        self.planar_task = _upload(ti.types.vector(2, ti.i32), host.planar_task)
+        self.planar_task = _upload(ti.types.vector(3, ti.i32), host.planar_task)
         self.body_kind = _upload(ti.i32, host.body_kind)
         self.body_com_B = _upload(vec3, host.body_com_B)
         self.body_reach = _upload(float, host.body_reach)
@@ -536,6 +544,7 @@ class Model:
         self.body_count = host.body_count
         self.query_elem_count = len(host.query_elem_geom)
         self.planar_task_count = len(host.planar_task)
+        self.planar_element_count = int(host.planar_task[:, 2].sum())
         self.geom_count = G
         self.pair_count = len(host.pair_i)
 

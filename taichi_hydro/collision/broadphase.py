@@ -13,8 +13,8 @@
    elements of b whose boxes it meets there, and whose world boxes meet it, become candidates
    (a pair's box is first cut to its bounding balls' lens, lens_box; tet-tet pairs whose
    equal-pressure plane clearly misses a tet are dropped);
-4. planar pairs (find_planar): one thread per world and element of a mesh in a mesh-half-space
-   pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
+4. planar pairs (find_planar): one thread per world and run of elements (model.PLANAR_CHUNK)
+   of a mesh in a mesh-half-space pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
    below it (a compliant slab) become candidates, in element order.
 Candidates are (world, pair, element of a, element of b), element b = 0 for a planar pair;
 the narrow phase clips them all in one launch. With a skin s > 0 (collision.skin), steps 2-4
@@ -491,7 +491,7 @@ def find_candidates(
 
 @ti.kernel
 def find_planar(
-    planar_task: nd(dtype=ti.math.ivec2, ndim=1),
+    planar_task: nd(dtype=ti.math.ivec3, ndim=1),
     planar_task_count: ti.i32,
     pair_search: nd(dtype=ti.i32, ndim=2),
     pair_plane: nd(dtype=plane_record, ndim=2),
@@ -506,7 +506,8 @@ def find_planar(
     candidate_capacity: ti.i32,
 ):
     """Appends the candidates of the planar pairs to search (pair_search), one thread per
-    world and (pair, element of its mesh): (world, pair, element, 0) for the elements whose
+    world and planar task (a pair and a run of its mesh's elements, model.PLANAR_CHUNK at
+    most): (world, pair, element, 0) for the elements whose
     boxes (mesh frame) reach within the skin [m] of the plane z = 0 of the half-space body
     (solid below): those the plane crosses when the half-space is rigid (an element wholly
     inside or outside it has no slice), those that reach below it when it is a compliant slab (the equal-pressure surface of a submerged tet,
@@ -516,7 +517,8 @@ def find_planar(
     rocking (tests/test_rigid_contact.py)."""
     W = pair_search.shape[0]
     for w, k in ti.ndrange(W, planar_task_count):
-        pair, e = planar_task[k][0], planar_task[k][1]
+        task = planar_task[k]
+        pair = task[0]
         if pair_search[w, pair] == 1:
             pr = pair_i[pair]
             t = pr[P_TYPE]
@@ -524,11 +526,12 @@ def find_planar(
             plane = pair_plane[w, pair]
             n = vec3(plane[0], plane[1], plane[2])  # the plane n . x = d in the mesh's frame
             d = plane[3]
-            b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
-            lowest, highest = 0.0, 0.0  # of the box along n
-            for c in ti.static(range(3)):
-                lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
-                highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
-            slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
-            if lowest <= d + slack + skin and (t != PairType.TET_PLANE or highest >= d - slack - skin):
-                append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)
+            for e in range(task[1], task[1] + task[2]):
+                b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
+                lowest, highest = 0.0, 0.0  # of the box along n
+                for c in ti.static(range(3)):
+                    lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
+                    highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
+                slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
+                if lowest <= d + slack + skin and (t != PairType.TET_PLANE or highest >= d - slack - skin):
+                    append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)

@@ -27,7 +27,7 @@ class Capacities:
 
     @staticmethod
     def for_model(model, worlds: int) -> "Capacities":
-        planar = model.planar_task_count
+        planar = model.planar_element_count
         return Capacities(
             candidates=max(1024, worlds * (model.query_elem_count // 2 + 64 + planar // 8)),
             polygons=max(1024, worlds * (64 + planar // 8)),
