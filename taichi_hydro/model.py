@@ -82,7 +82,9 @@ class ModelData:
     pair_table (G, G): pair id of a mesh-mesh pair or -1.
     geom_pair_start (G+1,), geom_pair_list (...): mesh-mesh pairs of each geometry (CSR).
     planar_task (K, 3): (pair, first element, element count) for every planar pair, its mesh's
-      elements (indices within the mesh geometry) in runs of at most PLANAR_CHUNK, in order.
+      elements (indices within the mesh geometry) in runs of at most PLANAR_CHUNK, in order;
+      planar_task_box_G (K, 2, 3) [m]: the box of each run's elements, mesh frame, from the
+      vertices as the device stores them (run_boxes).
     body_kind (B,): BODY_DYNAMIC, BODY_STATIC or BODY_KINEMATIC.
     body_mass (B,) [kg] (0 unless dynamic); body_inertia_B (B, 3, 3) [kg m^2] about the centre
       of mass, body axes; body_com_B (B, 3) [m] centre of mass in the body frame (see
@@ -126,6 +128,7 @@ class ModelData:
     geom_pair_start: np.ndarray
     geom_pair_list: np.ndarray
     planar_task: np.ndarray
+    planar_task_box_G: np.ndarray
     body_kind: np.ndarray
     body_mass: np.ndarray
     body_inertia_B: np.ndarray
@@ -349,14 +352,18 @@ def build_model(scene: Scene) -> ModelData:
     geom_pair_start[1:] = np.cumsum([len(x) for x in per_geom])
     geom_pair_list = np.array([p for lst in per_geom for p in lst] or [0], dtype=np.int32)
 
-    tasks = []
+    tasks, task_boxes = [], []
     for p, row in enumerate(pair_i):
         if row[P_TYPE] in PairType.PLANAR:
             mesh_geom = row[P_GEOM_B] if row[P_TYPE] == PairType.SLAB_TRI else row[P_GEOM_A]
             n = int(geom_i[mesh_geom, G_ELEM_COUNT])
             first = np.arange(0, n, PLANAR_CHUNK)
             tasks.append(np.column_stack([np.full(len(first), p), first, np.minimum(n - first, PLANAR_CHUNK)]))
+            geo = geoms[mesh_geom]
+            X = geo.tets.vertices[geo.tets.tets] if geo.kind == TETMESH else geo.surface.vertices[geo.surface.triangles]
+            task_boxes.append(run_boxes(X.astype(host_float()), PLANAR_CHUNK))
     planar_task = np.vstack(tasks).astype(np.int32) if tasks else np.zeros((0, 3), dtype=np.int32)
+    planar_task_box = np.concatenate(task_boxes) if task_boxes else np.zeros((0, 2, 3))
     tree_geoms = {int(row[P_GEOM_B]) for row in pair_i if row[P_TYPE] in PairType.MESH_MESH}
     bvh_box, bvh_node, bvh_elem, bvh_elem_box, roots = mesh_trees(geoms, tree_geoms)
     for g, root in roots.items():
@@ -409,6 +416,7 @@ def build_model(scene: Scene) -> ModelData:
         geom_pair_start=geom_pair_start,
         geom_pair_list=geom_pair_list,
         planar_task=planar_task,
+        planar_task_box_G=planar_task_box,
         body_kind=body_kind,
         body_mass=body_mass,
         body_inertia_B=body_inertia,
@@ -436,6 +444,16 @@ def mass_properties(body: Body, props: UnitMassProperties | None) -> tuple[float
     mass = body.mass if body.mass is not None else body.density * props.volume
     inertia = inertia_matrix(body.inertia) if body.inertia is not None else props.inertia(mass)
     return float(mass), inertia, com
+
+
+def run_boxes(X: np.ndarray, run: int) -> np.ndarray:
+    """Boxes (ceil(E / run), 2, 3) of consecutive runs of `run` elements of X (E, k, 3) [m]
+    (each element's k vertices). Given the vertices in the device's precision, a run's box
+    holds the boxes the device computes for its elements exactly (min and max round nothing)."""
+    E = len(X)
+    lo, hi = X.min(axis=1), X.max(axis=1)
+    starts = np.arange(0, E, run)
+    return np.stack([np.minimum.reduceat(lo, starts), np.maximum.reduceat(hi, starts)], axis=1)
 
 
 def body_reach(geom_ball_G: np.ndarray, geom_i: np.ndarray, body_com_B: np.ndarray, body_mass: np.ndarray,
@@ -534,6 +552,7 @@ class Model:
         self.geom_pair_start = _upload(ti.i32, host.geom_pair_start)
         self.geom_pair_list = _upload(ti.i32, host.geom_pair_list)
         self.planar_task = _upload(ti.types.vector(3, ti.i32), host.planar_task)
+        self.planar_task_box_G = _upload(box3, host.planar_task_box_G)
         self.body_kind = _upload(ti.i32, host.body_kind)
         self.body_com_B = _upload(vec3, host.body_com_B)
         self.body_reach = _upload(float, host.body_reach)

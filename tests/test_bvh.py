@@ -258,3 +258,19 @@ def test_lens_box_holds_the_balls_overlap_and_is_tight(arch):
     rho = np.sqrt(1 - 0.99 ** 2)
     np.testing.assert_allclose(lo, [0.98, -rho, -rho], atol=1e-4)
     np.testing.assert_allclose(hi, [1.0, rho, rho], atol=1e-4)
+
+
+def test_run_boxes_are_the_hulls_of_their_elements(arch):
+    """model.run_boxes: run r's box is exactly the min and max over the vertices of elements
+    [r * run, (r + 1) * run) (the last run shorter), so find_planar may skip a run whose box
+    misses the plane: each element's box lies inside its run's."""
+    if arch != "cpu":
+        pytest.skip("host-side NumPy")
+    from taichi_hydro.model import run_boxes
+
+    X = np.random.default_rng(3).normal(size=(70, 4, 3)).astype(np.float32)
+    boxes = run_boxes(X, 32)
+    assert boxes.shape == (3, 2, 3)
+    for r, (lo, hi) in enumerate(boxes):
+        part = X[32 * r:32 * (r + 1)].reshape(-1, 3)
+        assert np.array_equal(lo, part.min(axis=0)) and np.array_equal(hi, part.max(axis=0))

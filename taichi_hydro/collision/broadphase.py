@@ -14,7 +14,8 @@
    (a pair's box is first cut to its bounding balls' lens, lens_box; tet-tet pairs whose
    equal-pressure plane clearly misses a tet are dropped);
 4. planar pairs (find_planar): one thread per world and run of elements (model.PLANAR_CHUNK)
-   of a mesh in a mesh-half-space pair; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
+   of a mesh in a mesh-half-space pair, skipped whole when the run's static box misses the
+   plane; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
    below it (a compliant slab) become candidates, in element order.
 Candidates are (world, pair, element of a, element of b), element b = 0 for a planar pair;
 the narrow phase clips them all in one launch. With a skin s > 0 (collision.skin), steps 2-4
@@ -489,9 +490,26 @@ def find_candidates(
                                 node = nd_[0]
 
 
+@ti.func
+def box_reaches_plane(b: box3, plane: plane_record, skin: float, crossing: ti.i32) -> ti.i32:
+    """1 when the box b (mesh frame) reaches within the skin [m] of the plane n . x = d of a
+    planar pair (plane_record) on its solid side, and, when `crossing`, also reaches within the
+    skin of its other side (the plane crosses it: crossing = 1), up to TREE_SLACK of the sizes.
+    Monotone in the box: a run's box that fails fails for every element box inside it."""
+    n = vec3(plane[0], plane[1], plane[2])
+    d = plane[3]
+    lowest, highest = 0.0, 0.0  # of the box along n
+    for c in ti.static(range(3)):
+        lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
+        highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
+    slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
+    return 1 if lowest <= d + slack + skin and (crossing == 0 or highest >= d - slack - skin) else 0
+
+
 @ti.kernel
 def find_planar(
     planar_task: nd(dtype=ti.math.ivec3, ndim=1),
+    planar_task_box_G: nd(dtype=box3, ndim=1),
     planar_task_count: ti.i32,
     pair_search: nd(dtype=ti.i32, ndim=2),
     pair_plane: nd(dtype=plane_record, ndim=2),
@@ -524,14 +542,9 @@ def find_planar(
             t = pr[P_TYPE]
             gm = geom_i[pr[P_GEOM_B] if t == PairType.SLAB_TRI else pr[P_GEOM_A]]  # the mesh
             plane = pair_plane[w, pair]
-            n = vec3(plane[0], plane[1], plane[2])  # the plane n . x = d in the mesh's frame
-            d = plane[3]
-            for e in range(task[1], task[1] + task[2]):
-                b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
-                lowest, highest = 0.0, 0.0  # of the box along n
-                for c in ti.static(range(3)):
-                    lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
-                    highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
-                slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
-                if lowest <= d + slack + skin and (t != PairType.TET_PLANE or highest >= d - slack - skin):
-                    append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)
+            crossing = 1 if t == PairType.TET_PLANE else 0
+            if box_reaches_plane(planar_task_box_G[k], plane, skin, crossing) == 1:
+                for e in range(task[1], task[1] + task[2]):
+                    b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
+                    if box_reaches_plane(b, plane, skin, crossing) == 1:
+                        append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)
