@@ -126,7 +126,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             growths_first = sim.collision.growths
             sim.reset(state=start)
             sim.world_status()
-            before = sim.step_totals()  # sums since the last reset: the settling's too
+            before = sim.step_totals()  # sums since the last reset (zero after reset(); kept as a baseline)
             p_start = sim.get_state()["position"] if case.probe else None
             t0 = time.perf_counter()
             sim.step(steps)
