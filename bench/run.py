@@ -126,14 +126,13 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             growths_first = sim.collision.growths
             sim.reset(state=start)
             sim.world_status()
-            before = sim.step_totals()  # sums since the last reset (zero after reset(); kept as a baseline)
             p_start = sim.get_state()["position"] if case.probe else None
             t0 = time.perf_counter()
             sim.step(steps)
             diverged = int(np.count_nonzero(sim.world_status()))
             wall = time.perf_counter() - t0
             outcome = _probe(sim, case.probe, p_start) if case.probe else None
-            totals = {k: v - before[k] for k, v in sim.step_totals().items()}
+            totals = sim.step_totals()  # sums since the reset before the timed run
             iterations, linear_iterations = _iterations_per_step(sim, steps, start)
             stages = sim.profile_stages(5 if quick else 20)
             row = {
