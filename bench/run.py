@@ -13,6 +13,7 @@ reports the median. Device sync happens once per call, when the host reads the p
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -29,6 +30,7 @@ from taichi_hydro.progress import progress_bar
 from taichi_hydro.types import C_POLYGONS
 
 from . import cases as registry
+from . import states
 from .machine import describe, machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,10 +87,12 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                     deterministic: bool = False, method: str | None = None, linear: str | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
-    A case with settle steps starts from the state after them, settled in one world and copied
-    to every world (_settled_state). The first run (compilation or cache load, pool growth) is
-    timed apart as compile_s; the simulator is then reset (or set back to the settled state)
-    and the same interval timed again: case.timed_steps(worlds) steps (fewer than case.steps
+    A case with settle steps starts from its saved state (bench/states/<case>.npz, made once
+    by bench.states: the same for every method, schedule, world count and run), copied to
+    every world with Simulator.reset(state=...), so that each run's first step is solved cold
+    (no warm start) alike. The first run (compilation or cache load, pool growth) is timed
+    apart as compile_s; the simulator is then reset (to the saved state) and the same
+    interval timed again: case.timed_steps(worlds) steps (fewer than case.steps
     at large batches of a case with a world-step budget; the row then has steps_reduced_from
     and steps_note). outcome: the case's probe read after the timed run (_probe).
     iterations_mean_p95_max: the solver iterations per world-step over the same interval,
@@ -102,8 +106,6 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     linear_solver says which ran, linear_iterations_mean_p95_max its CG iterations per
     world-step). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
-    import dataclasses
-
     from taichi_hydro.memory import device_bytes
 
     th.init(arch)
@@ -113,37 +115,24 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
         modes = [False, True] if deterministic else [False]
         for worlds, det in [(w, m) for w in ([only_worlds] if only_worlds else _worlds(case, quick)) for m in modes]:
             steps = min(case.timed_steps(worlds), 20) if quick else case.timed_steps(worlds)
-            scene = case.scene()
-            solver = dataclasses.replace(scene.solver, deterministic=det)
-            if schedule:
-                solver = dataclasses.replace(solver, schedule=schedule)
-            if method:
-                solver = dataclasses.replace(solver, method=method)
-            if linear:
-                solver = dataclasses.replace(solver, linear=linear)
-            scene = dataclasses.replace(scene, solver=solver)
-            start = _settled_state(scene, case.settle, worlds) if case.settle else None
+            scene = timed_scene(case, det, schedule, method, linear)
+            start = states.start_state(case, worlds) if case.settle else None
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
-            if start is not None:  # the first run (compilation or cache load, pool growth) from the settled state
-                sim.set_state(**start)
+            sim.reset(state=start)  # the first run (compilation or cache load, pool growth) from the start state
             sim.step(steps)
             sim.world_status()
             first = time.perf_counter() - t0
             growths_first = sim.collision.growths
-            if start is not None:
-                sim.set_state(**start)
-            else:
-                sim.reset()
+            sim.reset(state=start)
             sim.world_status()
-            before = sim.step_totals()  # sums since the last reset: the settling's too
             p_start = sim.get_state()["position"] if case.probe else None
             t0 = time.perf_counter()
             sim.step(steps)
             diverged = int(np.count_nonzero(sim.world_status()))
             wall = time.perf_counter() - t0
             outcome = _probe(sim, case.probe, p_start) if case.probe else None
-            totals = {k: v - before[k] for k, v in sim.step_totals().items()}
+            totals = sim.step_totals()  # sums since the reset before the timed run
             iterations, linear_iterations = _iterations_per_step(sim, steps, start)
             stages = sim.profile_stages(5 if quick else 20)
             row = {
@@ -167,6 +156,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 **({"linear_solver": sim.linear_solver, "linear_iterations_mean_p95_max": linear_iterations}
                    if sim.linear_solver else {}),
                 "settle_steps": case.settle,
+                **({"start": f"saved state {states.path_of(case).relative_to(ROOT)}"} if case.settle else {}),
                 "stage_ms": {k: v * 1e3 for k, v in stages.items()},
                 "stage_share": {k: v / sum(stages.values()) for k, v in stages.items()},
                 "diverged_worlds": diverged,
@@ -180,14 +170,13 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             print(json.dumps(row), flush=True)
 
 
-def _settled_state(scene, settle: int, worlds: int) -> dict:
-    """The state after `settle` steps of the scene in one world, repeated for `worlds` worlds
-    (the worlds of a batch are copies of the scene, and each steps as that one world would), so
-    that settling costs the same at every batch size. Kernels compiled for this run are reused
-    by the batch, whose compile_s then leaves them out."""
-    sim = th.Simulator(scene, worlds=1)
-    sim.step(settle)
-    return {k: np.repeat(v, worlds, axis=0) for k, v in sim.get_state().items()}
+def timed_scene(case, deterministic: bool = False, schedule: str | None = None, method: str | None = None,
+                linear: str | None = None):
+    """The case's scene with the solver settings a dynamics run overrides (None: the scene's)."""
+    scene = case.scene()
+    given = {"schedule": schedule, "method": method, "linear": linear}
+    solver = dataclasses.replace(scene.solver, deterministic=deterministic, **{k: v for k, v in given.items() if v})
+    return dataclasses.replace(scene, solver=solver)
 
 
 def _probe(sim, probe, p_start: np.ndarray) -> dict:
@@ -207,13 +196,10 @@ def _probe(sim, probe, p_start: np.ndarray) -> dict:
 
 def _iterations_per_step(sim, steps: int, start: dict | None) -> tuple[list[float], list[float]]:
     """[mean, p95, max] of the solver iterations per world-step over `steps` steps from the
-    timed run's start (`start`, or the scene's initial state), one step at a time (untimed);
-    and the same of the CG iterations (solver_stats' linear_iterations: 0 but for Newton's
-    linear = "cg")."""
-    if start:
-        sim.set_state(**start)
-    else:
-        sim.reset()
+    timed run's start (reset to `start`, or to the scene's initial state: cold, as the timed
+    run), one step at a time (untimed); and the same of the CG iterations (solver_stats'
+    linear_iterations: 0 but for Newton's linear = "cg")."""
+    sim.reset(state=start)
     counts, linear = [], []
     for _ in range(steps):
         sim.step(1)
@@ -240,13 +226,29 @@ def _drake_build(scene, approximation: str):
     return build(scene, time_step=scene.dt, approximation=approximation)
 
 
+def _drake_start(case) -> tuple[object, int, str]:
+    """(the scene Drake is built from, the steps Drake settles before the timed ones, how the
+    row's start is described) for a dynamics case. A settled case of free bodies starts from
+    its saved state (bench.states), as ours does; a settled case with [[robot]] tables settles
+    in Drake (drake_robots builds the robots from their URDF files at their initial joint
+    positions, and a saved state of bodies would have to be mapped to joint coordinates)."""
+    scene = case.scene()
+    if not case.settle:
+        return scene, 0, "the scene's initial state"
+    if scene.robots:
+        return scene, case.settle, f"settled in Drake ({case.settle} steps)"
+    return (states.with_start_state(scene, states.start_state(case, 1)), 0,
+            f"saved state {states.path_of(case).relative_to(ROOT)}")
+
+
 def _drake_run(name: str, approximation: str, steps: int) -> tuple[float, dict | None]:
-    """(wall time [s] of `steps` Drake steps of a dynamics case after its settling, its outcome
-    (cases.Probe, read as _probe reads ours) or None); run in a worker process."""
+    """(wall time [s] of `steps` Drake steps of a dynamics case from its start (_drake_start),
+    its outcome (cases.Probe, read as _probe reads ours) or None); run in a worker process."""
     from .drake_scene import advance
 
     case = registry.find_dynamics(name)
-    ds = _drake_build(case.scene(), approximation)
+    scene, settle, _ = _drake_start(case)
+    ds = _drake_build(scene, approximation)
     observe = None
     if case.probe:
         from .drake_robots import body_position, pair_forces
@@ -260,7 +262,7 @@ def _drake_run(name: str, approximation: str, steps: int) -> tuple[float, dict |
                 forces = pair_forces(ds, end, case.probe.pairs)
                 out["pair_forces_N"] = {f"{a}|{b}": f.tolist() for (a, b), f in zip(case.probe.pairs, forces)}
             return out
-    return advance(ds, steps, settle=case.settle, observe=observe)
+    return advance(ds, steps, settle=settle, observe=observe)
 
 
 def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[dict]:
@@ -303,6 +305,7 @@ def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[di
                 "dt": case.scene().dt,
                 "steps": steps,
                 "settle_steps": case.settle,
+                **({"start": _drake_start(case)[2]} if case.settle else {}),
                 "wall_s": wall,
                 "world_steps_per_s": processes * steps / wall,
                 **({"outcome": outcome} if outcome else {}),

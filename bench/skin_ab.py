@@ -3,9 +3,9 @@ from the same state, with Taichi's kernel profiler (one launch at a time).
 
     python -m bench.skin_ab --arch cpu --case pile_27_settled --worlds 64 --skin 1e-4 --steps 48
 
-Settles the case once (its `settle` steps, without a skin) and saves the state to
---state-dir (default .cache/bench_states); each run loads it (Simulator.set_state), steps 16 untimed steps (compilation,
-pool growth) and `steps` timed ones, and prints one line: ms per step of each collision
+A settled case starts from its saved state (bench/states/<case>.npz, bench.states: the same
+with and without a skin); each run resets to it (Simulator.reset(state=...)), steps 16
+untimed steps (compilation, pool growth) and `steps` timed ones, and prints one line: ms per step of each collision
 kernel, their sum, all kernels, the most candidates and polygons, and the share of active
 pairs searched in the last step. Run it once per skin value (and with PYTHONPATH pointing at
 another checkout for that version, which prints without the skin columns)."""
@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import os
 import re
 
 from . import cases as registry
+from . import states
 
 COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "keep_candidates", "geometry_regions", "find_candidates",
            "find_planar", "clip_candidates", "save_candidates")
@@ -32,13 +32,10 @@ def main(argv=None) -> int:
     p.add_argument("--worlds", type=int, default=64)
     p.add_argument("--skin", type=float, default=0.0, help="[collision] skin [m]; 0: off")
     p.add_argument("--steps", type=int, default=48)
-    p.add_argument("--state-dir", default=".cache/bench_states", help="where the settled states are kept")
     args = p.parse_args(argv)
-    import numpy as np
     import taichi as ti
 
     import taichi_hydro as th
-    from taichi_hydro.output import atomic_write
     from taichi_hydro.types import C_CANDIDATES, C_POLYGONS
 
     th.init(args.arch, profiler=True)
@@ -48,14 +45,7 @@ def main(argv=None) -> int:
         scene = dataclasses.replace(scene, collision_skin=args.skin)
     sim = th.Simulator(scene, worlds=args.worlds, graph=False)
     if case.settle:
-        path = os.path.join(args.state_dir, f"settled_{args.case}_{args.worlds}.npz")
-        if not os.path.exists(path):
-            sim.step(case.settle)
-            os.makedirs(args.state_dir, exist_ok=True)
-            settled = sim.get_state()
-            atomic_write(path, lambda tmp: np.savez(tmp, **settled))
-        state = dict(np.load(path))
-        sim.set_state(**{k: state[k] for k in ("position", "orientation", "velocity", "angular_velocity")})
+        sim.reset(state=states.start_state(case, args.worlds))
     sim.step(16)
     sim.world_status()
     ti.profiler.clear_kernel_profiler_info()

@@ -216,9 +216,18 @@ def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
     ({"method": "newton", "mode": "convex"}, ["[solver]", "'mode'", "convex", "newton"]),
     ({"method": "newton", "schedule": "contact"}, ["[solver]", "'method'", "newton", "schedule"]),
     ({"method": "newtons"}, ["[solver]", "'method'", "newton"]),
+    ({"method": "newton", "linear": "lu"}, ["[solver]", "'linear'", "lu", "cholesky", "cg"]),
+    ({"method": "gauss_seidel", "linear": "cg"}, ["[solver]", "'linear'", "cg", "gauss_seidel"]),
+    ({"method": "newton", "schedule": "block", "linear": "cg"}, ["[solver]", "'linear'", "cg", "block"]),
+    ({"method": "newton", "linear": 1}, ["[solver]", "'linear'", "string"]),
 ])
-def test_newton_settings_that_do_not_combine_are_refused(solver, fragments):
-    """Settings Newton cannot honour are refused with the file and the key, never ignored."""
+def test_newton_settings_that_do_not_combine_are_refused(arch, solver, fragments):
+    """Settings Newton cannot honour are refused with the file and the key, never ignored:
+    mode "convex", a schedule other than world or block, a misspelt method; and [solver]
+    linear, which takes "auto", "cholesky" or "cg", only with method newton, and cg only on
+    the world schedule (test_newton_cg.py tests what each does)."""
+    if arch != "cpu":
+        pytest.skip("host-side scene checks: run once, on the cpu pass")
     data = {"solver": solver, "body": [{"name": "ball", "mass": 0.1, "shape": {"type": "sphere", "radius": 0.05}}]}
     with pytest.raises(th.SceneError) as err:
         th.scene_from_dict(data, source="bad.toml")

@@ -520,6 +520,34 @@ def newton_funcs(real):
         c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
 
     @ti.func
+    def search_update(alpha: real, lo: real, hi: real, d0: real, d1: real, d2: real):
+        """One update of the exact line search on phi(alpha) (SAP's safeguarded Newton on
+        phi'), given phi'(0) = d0 < 0 and, at the current alpha, phi'(alpha) = d1 and
+        phi''(alpha) = d2; [lo, hi] brackets the minimum. Returns (alpha, lo, hi, done): done = 1
+        when alpha is the step (|d1| <= LINE_SEARCH_RTOL |d0|, or phi still falls at ALPHA_MAX),
+        else the bracket shrinks to the side of the minimum and alpha moves to the Newton point
+        alpha - d1 / d2, or to the bracket's middle where that is not inside it."""
+        a, l, h = alpha, lo, hi
+        done = 0
+        if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
+            done = 1
+        else:
+            if d1 < 0.0:
+                l = a
+                if a >= ALPHA_MAX:
+                    done = 1
+            else:
+                h = a
+            if done == 0:
+                nxt = 0.5 * (l + h)
+                if d2 > 0.0:
+                    nxt = a - d1 / d2
+                if not (l < nxt and nxt < h):
+                    nxt = 0.5 * (l + h)
+                a = nxt
+        return a, l, h, done
+
+    @ti.func
     def load_velocity(w: ti.i32, b: ti.i32, p: ti.i32, body_vc: ti.template(), body_wc: ti.template(), v: ti.template()):
         """v[w, p:p + 6] = body b's (v, w) in `real`."""
         for k in ti.static(range(3)):
@@ -682,20 +710,9 @@ def world_funcs(real):
                     d1 += dd1
                     d2 += dd2
                 evaluations += end - start + jend - jstart
-                if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
+                alpha, lo, hi, done = f.search_update(alpha, lo, hi, d0, d1, d2)
+                if done:
                     break
-                if d1 < 0.0:
-                    lo = alpha
-                    if alpha >= ALPHA_MAX:
-                        break
-                else:
-                    hi = alpha
-                nxt = 0.5 * (lo + hi)
-                if d2 > 0.0:
-                    nxt = alpha - d1 / d2
-                if not (lo < nxt and nxt < hi):
-                    nxt = 0.5 * (lo + hi)
-                alpha = nxt
         change = ti.cast(0.0, real)
         for b in range(B):
             change = ti.max(change, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))

@@ -42,7 +42,7 @@ import taichi as ti
 
 from ..types import ID_A, ID_B, ID_PAIR, R_MU, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
 from .cone import apply_world_impulse
-from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, LINE_SEARCH_RTOL, MODIFIED_ITERATIONS, newton_funcs
+from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, MODIFIED_ITERATIONS, newton_funcs
 
 __all__ = ["BLOCK", "newton_block_solver"]
 
@@ -362,20 +362,9 @@ def newton_block_solver(real, spirv: bool):
                             d1 = dMv + alpha * dMd + s1
                             d2 = dMd + s2
                             evaluations += end - start + jend - jstart
-                            if ti.abs(d1) <= LINE_SEARCH_RTOL * ti.abs(d0):
+                            alpha, lo, hi, done = f.search_update(alpha, lo, hi, d0, d1, d2)
+                            if done:  # block-uniform: d0, d1 and d2 are block sums
                                 break
-                            if d1 < 0.0:
-                                lo = alpha
-                                if alpha >= ALPHA_MAX:
-                                    break
-                            else:
-                                hi = alpha
-                            nxt = 0.5 * (lo + hi)
-                            if d2 > 0.0:
-                                nxt = alpha - d1 / d2
-                            if not (lo < nxt and nxt < hi):
-                                nxt = 0.5 * (lo + hi)
-                            alpha = nxt
                     # Step, bounds, stopping test.
                     moved = ti.cast(0.0, real)
                     b = lane

@@ -1,0 +1,67 @@
+"""The saved start states of the settled benchmark cases (bench/states.py)."""
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pytest
+
+import taichi_hydro as th
+from bench import cases as registry
+from bench import run, states
+
+SETTLED = [c for c in registry.DYNAMICS_CASES if c.settle]
+
+
+def host_only(arch):
+    if arch != "cpu":
+        pytest.skip("host-side bench plumbing: checked on cpu")
+
+
+@pytest.mark.parametrize("case", SETTLED, ids=lambda c: c.name)
+def test_saved_state_belongs_to_its_case_and_is_at_rest(arch, case):
+    """Every settled case has a committed state whose fingerprint matches the case's scene today
+    (a scene change without remaking the file fails here), and every dynamic body in it moves
+    slower than states.REST_SPEED (1 mm/s), read from the arrays, not from the file's notes."""
+    host_only(arch)
+    data = states.load(case)
+    dynamic = [i for i, b in enumerate(case.scene().bodies) if b.type == "dynamic"]
+    assert data["position"].shape == (1, len(case.scene().bodies), 3)
+    assert np.linalg.norm(data["velocity"][0, dynamic], axis=-1).max() < states.REST_SPEED
+
+
+def test_a_state_made_for_another_case_or_scene_is_refused(arch, tmp_path):
+    """load() names the file and the case when the file is another case's, when the case's
+    scene is not the one the file was made for, and when there is no file."""
+    host_only(arch)
+    pile, stack = registry.find_dynamics("pile_27_settled"), registry.find_dynamics("box_stack_held")
+    with pytest.raises(th.SceneError, match=r"pile_27_settled\.npz.*'pile_27_settled', not 'box_stack_held'"):
+        states.load(stack, states.path_of(pile))
+    other_scene = dataclasses.replace(pile, scene=lambda: registry.pile(2))
+    with pytest.raises(th.SceneError, match=r"pile_27_settled\.npz.*'pile_27_settled'.*another scene"):
+        states.load(other_scene, states.path_of(pile))
+    longer = dataclasses.replace(pile, settle=pile.settle + 1)
+    with pytest.raises(th.SceneError, match="another scene or settle time"):
+        states.load(longer, states.path_of(pile))
+    with pytest.raises(th.SceneError, match=r"nope\.npz: no saved start state for case 'pile_27_settled'"):
+        states.load(pile, tmp_path / "nope.npz")
+    copy = tmp_path / "copy.npz"
+    shutil.copy(states.path_of(pile), copy)
+    assert states.load(pile, copy)["fingerprint"] == states.load(pile)["fingerprint"]
+
+
+def test_every_method_is_timed_from_the_same_state(arch):
+    """The dynamics runner's simulators for Gauss-Seidel and Newton, reset to the case's start
+    as the runner resets them, hold the same state, the saved one (float32 on the device, the
+    file holding float32 values: equal exactly), in every world."""
+    host_only(arch)
+    case = registry.find_dynamics("box_stack_held")
+    saved = states.load(case)
+    got = {}
+    for method in ("gauss_seidel", "newton"):
+        sim = th.Simulator(run.timed_scene(case, method=method), worlds=2)
+        sim.reset(state=states.start_state(case, 2))
+        got[method] = sim.get_state()
+    for name in ("position", "orientation", "velocity", "angular_velocity"):
+        np.testing.assert_array_equal(got["gauss_seidel"][name], got["newton"][name])
+        np.testing.assert_array_equal(got["newton"][name], np.repeat(saved[name], 2, axis=0))
