@@ -1,6 +1,8 @@
 """The cost of one empty kernel launch on each backend, launched one by one from Python and
 from a Taichi compute graph (ti.graph, as Simulator.step dispatches its plans), and what that
-puts under a step of one world (the step's launches times the graph's cost per launch).
+puts under a step of one world (the step's launches times the graph's cost per launch); the
+same for a kernel whose loop is serialised (ti.loop_config(serialize=True): on cpu it runs on
+the launching thread, without the thread pool's dispatch).
 
     python -m bench.launch_cost --arch cpu,vulkan --out bench/results/launch_cost.json
 
@@ -36,35 +38,45 @@ def measure(arch: str) -> dict:
         for i in range(1):
             x[i] = i
 
-    x = ti.ndarray(ti.i32, 1)
-    empty(x)  # compile
-    ti.sync()
-    t0 = time.perf_counter()
-    for _ in range(EAGER_LAUNCHES):
-        empty(x)
-    ti.sync()
-    eager = (time.perf_counter() - t0) / EAGER_LAUNCHES
+    @ti.kernel
+    def empty_serial(x: ti.types.ndarray(dtype=ti.i32, ndim=1)):
+        ti.loop_config(serialize=True)  # run on the launching thread: no parallel dispatch
+        for i in range(1):
+            x[i] = i
 
-    sym = ti.graph.Arg(ti.graph.ArgKind.NDARRAY, "x", dtype=ti.i32, ndim=1)
-    builder = ti.graph.GraphBuilder()
-    for _ in range(GRAPH_LAUNCHES):
-        builder.dispatch(empty, sym)
-    graph = builder.compile()
-    graph.run({"x": x})
-    ti.sync()
-    t0 = time.perf_counter()
-    for _ in range(GRAPH_RUNS):
+    x = ti.ndarray(ti.i32, 1)
+    eager, in_graph = {}, {}
+    for name, kernel in (("parallel", empty), ("serial", empty_serial)):
+        kernel(x)  # compile
+        ti.sync()
+        t0 = time.perf_counter()
+        for _ in range(EAGER_LAUNCHES):
+            kernel(x)
+        ti.sync()
+        eager[name] = (time.perf_counter() - t0) / EAGER_LAUNCHES
+
+        sym = ti.graph.Arg(ti.graph.ArgKind.NDARRAY, "x", dtype=ti.i32, ndim=1)
+        builder = ti.graph.GraphBuilder()
+        for _ in range(GRAPH_LAUNCHES):
+            builder.dispatch(kernel, sym)
+        graph = builder.compile()
         graph.run({"x": x})
-    ti.sync()
-    in_graph = (time.perf_counter() - t0) / (GRAPH_RUNS * GRAPH_LAUNCHES)
+        ti.sync()
+        t0 = time.perf_counter()
+        for _ in range(GRAPH_RUNS):
+            graph.run({"x": x})
+        ti.sync()
+        in_graph[name] = (time.perf_counter() - t0) / (GRAPH_RUNS * GRAPH_LAUNCHES)
 
     steps = {}
     for name in ("pile", "box_stack", "sphere_on_plane"):
         sim = Simulator(th.load_scene(f"scenes/{name}.toml"))
         steps[name] = len(sim._build_step_plan().launches)
-    return {"arch": arch, "device": describe(arch), "eager_s_per_launch": eager, "graph_s_per_launch": in_graph,
+    return {"arch": arch, "device": describe(arch), "eager_s_per_launch": eager["parallel"],
+            "graph_s_per_launch": in_graph["parallel"],
+            "serial_eager_s_per_launch": eager["serial"], "serial_graph_s_per_launch": in_graph["serial"],
             "launches_per_step": steps,
-            "empty_step_s": {name: n * in_graph for name, n in steps.items()}}
+            "empty_step_s": {name: n * in_graph["parallel"] for name, n in steps.items()}}
 
 
 def main(argv=None) -> int:
@@ -86,7 +98,8 @@ def main(argv=None) -> int:
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     for r in rows:
         print(f"{r['arch']:7s} eager {r['eager_s_per_launch'] * 1e6:8.2f} us/launch   graph {r['graph_s_per_launch'] * 1e6:8.2f} "
-              f"us/launch   launches per step {r['launches_per_step']}   ({r['device']})")
+              f"us/launch   serial loop: eager {r['serial_eager_s_per_launch'] * 1e6:8.2f}, graph "
+              f"{r['serial_graph_s_per_launch'] * 1e6:8.2f} us/launch   launches per step {r['launches_per_step']}   ({r['device']})")
     if args.out:
         from taichi_hydro.output import atomic_write
 
