@@ -11,7 +11,7 @@ from . import frontend
 from .errors import BackendError, LaunchBudgetError
 
 __all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
-           "ARCHES", "LAUNCH_BUDGET"]
+           "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
 
@@ -26,6 +26,15 @@ _state: dict = {"arch": None, "precision": None, "launch_budget": None, "launche
 # init() with other arguments ends the runtime (ti.reset) and its count starts again from zero.
 LAUNCH_BUDGET = 24000
 
+SERIAL_LOOPS = False
+"""True while the cpu backend runs on one thread (init(cpu_threads=1)): every kernel's top-level
+loops are then serialised (ti.loop_config(serialize=...) reads this flag when a kernel
+compiles), so they run on the launching thread instead of going through Taichi's thread pool,
+whose dispatch costs about 130 us per launch on a 2-core machine against about 5 us serialised
+(bench.launch_cost). One thread loses no parallelism, so it only gains; one small world, where
+launches dominate the step, is its use (README, "Launch cost"). Compiled variants are cached
+apart (the loop's setting is part of the kernel's IR)."""
+
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
          profiler: bool = False, cpu_threads: int | None = None, optimize: bool = True) -> str:
@@ -39,7 +48,9 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     or Taichi's own). profiler: Taichi's kernel profiler (device time per kernel, see
     bench/profile_kernels.py). cpu_threads: threads of the cpu backend (default: one per core;
     a process that shares the machine with others, such as a shard of
-    distributed.ShardedSimulator, takes its share). optimize: Taichi's IR optimisation passes
+    distributed.ShardedSimulator, takes its share); 1 also serialises every kernel's loops
+    (SERIAL_LOOPS: no thread-pool dispatch per launch, the fastest setting for one small
+    world). optimize: Taichi's IR optimisation passes
     (its advanced_optimization); False compiled the pile's step kernels 2.7x faster on a cold
     cache (21 s instead of 58 s) and stepped 1.55x slower (README, "The main job"): for short
     runs on a cold cache, such as the main job. Returns the arch name."""
@@ -76,6 +87,8 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     if cache_dir:  # otherwise Taichi reads $TI_OFFLINE_CACHE_FILE_PATH itself
         kwargs["offline_cache_file_path"] = cache_dir
     frontend.install()
+    global SERIAL_LOOPS
+    SERIAL_LOOPS = arch == "cpu" and cpu_threads == 1
     try:
         # ti.init prints "Starting on arch=..." on stdout: send it to stderr.
         with contextlib.redirect_stdout(sys.stderr if quiet else sys.stdout):

@@ -47,6 +47,24 @@ def _real_arg(minimum: float, maximum: float = math.inf):
     return _checked(float, lambda v: real_problem(v, minimum, maximum), "a number")
 
 
+def _add_cpu_threads(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cpu-threads", type=_integer_arg(1, 4096), default=None,
+                   help="threads of the cpu backend (default: 1 for one world, where a loop on the launching thread "
+                   "avoids the thread pool's dispatch of every kernel launch, else one per core)")
+
+
+def cpu_threads(args) -> int | None:
+    """The cpu backend's threads for a run or view (backend.init(cpu_threads)): --cpu-threads,
+    else 1 for one world on cpu (backend.SERIAL_LOOPS: launches without the thread pool, several
+    times faster for a small world), else None (one per core). ArgumentError for --cpu-threads
+    on another backend."""
+    if args.cpu_threads is not None:
+        if args.arch != "cpu":
+            raise ArgumentError(f"--cpu-threads {args.cpu_threads} sets threads of the cpu backend; this run uses --arch {args.arch}")
+        return args.cpu_threads
+    return 1 if args.arch == "cpu" and args.worlds == 1 else None
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("scene", help="scene file (TOML)")
     p.add_argument("--arch", default="cpu", choices=["cpu", "vulkan", "cuda"], help="Taichi backend (default: cpu)")
@@ -73,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--record", help="also render world 0 offscreen at 25 frames per simulated second: FILE.gif|.mp4 "
                    "(or .png, the last frame); the run is simulated once")
     r.add_argument("--every", type=_integer_arg(1), default=1, help="record every k-th step in --out (default 1)")
+    _add_cpu_threads(r)
     r.add_argument("--quick-compile", action="store_true", help="compile the kernels without Taichi's IR optimisations: "
                    "about 2.7x faster on a cold compile cache, stepping about 1.5x slower (short runs; scripts/main.sh)")
     r.add_argument("--shards", type=_integer_arg(1), help="split the worlds over this many Ray actors, each with its own Taichi "
@@ -89,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--frames", type=_integer_arg(1, 1_000_000), default=120, help="frames to record (default 120)")
     v.add_argument("--world", type=_integer_arg(0), default=0, help="world to show")
     v.add_argument("--worlds", type=_integer_arg(1), default=1, help="copies of the scene stepped together")
+    _add_cpu_threads(v)
     v.add_argument("--steps-per-frame", type=_integer_arg(1), default=None, help="time steps between frames (default: 1/30 s)")
     v.add_argument("--no-patches", action="store_true", help="do not draw the contact patches")
     v.add_argument("--normals", action="store_true", help="draw the contact polygons' normals (key n)")
@@ -143,7 +163,7 @@ def _view(args) -> int:
     camera = (args.camera[:3], args.camera[3:]) if args.camera else (scene.view.camera_position, scene.view.camera_target)
     if camera[0] is not None and camera[1] is not None and list(camera[0]) == list(camera[1]):
         raise ArgumentError(f"--camera: the position {list(camera[0])} is the target; they must differ")
-    th.init(args.arch)
+    th.init(args.arch, cpu_threads=cpu_threads(args))
     sim = th.Simulator(scene, worlds=args.worlds)
     per_frame = args.steps_per_frame if args.steps_per_frame is not None else max(1, round(1 / (viewer.RECORD_FPS * scene.dt)))
     if args.record is None:
@@ -301,6 +321,7 @@ def _simulate(args, scene, steps: int, started: float, plot) -> int:
         "scene": scene.source,
         "arch": args.arch,
         "quick_compile": args.quick_compile,
+        "cpu_threads": _threads_used(args),
         "worlds": args.worlds,
         "steps": steps,
         "time": sim.time,
@@ -393,7 +414,7 @@ def _simulator(args, scene):
         for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every)):
             if value is not None:
                 raise ArgumentError(f"{option} applies to a sharded run and needs --shards")
-        th.init(args.arch, optimize=not args.quick_compile)
+        th.init(args.arch, optimize=not args.quick_compile, cpu_threads=cpu_threads(args))
         return th.Simulator(scene, worlds=args.worlds)
     for option in ("plot", "record"):
         if getattr(args, option) is not None:
@@ -405,7 +426,15 @@ def _simulator(args, scene):
     shard_ranges(args.worlds, args.shards)  # a bad --shards fails before Ray starts
     connect(args.address, log_to_driver=False)
     return ShardedSimulator(scene, worlds=args.worlds, shards=args.shards, arch=args.arch, on_fault=args.on_fault,
-                            checkpoint_every=args.checkpoint_every)
+                            checkpoint_every=args.checkpoint_every, cpu_threads=_threads_used(args))
+
+
+def _threads_used(args):
+    """The cpu threads of this run's simulator (cpu_threads), or of each shard: --cpu-threads,
+    else "share" (distributed.ShardedSimulator's default)."""
+    if args.shards is None:
+        return cpu_threads(args)
+    return cpu_threads(args) if args.cpu_threads is not None else "share"
 
 
 def _sharding_summary(sim, address) -> dict:

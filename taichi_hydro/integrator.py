@@ -17,6 +17,8 @@ world_status records which check tripped (types.FROZEN_*, the highest code when 
 
 import taichi as ti
 
+from . import backend
+
 from .math3d import finite_pose, quat_mul, quat_to_mat, skew
 from .types import BODY_DYNAMIC, BODY_STATIC, FROZEN_POSE, FROZEN_SPEED, FROZEN_SPIN, mat3, nd, vec3, vec4
 
@@ -46,6 +48,7 @@ def free_velocity(
     """Writes the free-motion velocities of every body's centre of mass (body_vc, body_wc,
     world frame) and its inverse inertia in W. Forces/torques [N, N m] act at the centre of
     mass, world frame."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in body_vc:
         kind = body_kind[b]
         R = quat_to_mat(body_q[w, b])
@@ -79,6 +82,7 @@ def check_divergence(world_status: nd(dtype=ti.i32, ndim=1), body_p: nd(dtype=ve
     """Marks as diverged the worlds with non-finite or absurd solved velocities, or a
     non-finite pose (written through a state view; the collision stage already catches it
     for bodies that have contact pairs)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in body_vc:
         v, omega = body_vc[w, b], body_wc[w, b]
         code = 0
@@ -107,6 +111,7 @@ def integrate(
 ):
     """Advances the pose with the solved velocities and writes the state back at the body
     origin (worlds marked diverged keep their state)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in body_vc:
         if world_status[w] == 0 and body_kind[b] != BODY_STATIC:
             q = body_q[w, b]

@@ -15,6 +15,8 @@ Two ways, torch being optional (only tensor arguments and results need it):
 import numpy as np
 import taichi as ti
 
+from . import backend
+
 from .backend import current_arch
 from .errors import SceneError
 from .math3d import finite
@@ -44,6 +46,7 @@ def torch_device() -> str:
 @ti.kernel
 def rows_to_external(src: ext(ndim=2), dst: ext(ndim=3), width: ti.template()):
     """dst[w, b, k] = src[w, b][k] for k < width (src: vector ndarray, dst: scalar array)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in ti.ndrange(src.shape[0], src.shape[1]):
         v = src[w, b]
         for k in ti.static(range(width)):
@@ -56,6 +59,7 @@ def rows_from_external(src: ext(ndim=3), dst: ext(ndim=2), width: ti.template(),
     """dst[w, b] = src[w, b, :width], normalised if `normalise`; rows that are not finite (or
     of zero norm when normalising) are left as they were and counted in bad[0]; the first such
     flat row index lands in bad[1] (atomic min). Returns bad[0]."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in ti.ndrange(src.shape[0], src.shape[1]):
         v = dst[w, b]
         ok = True

@@ -5,6 +5,8 @@ works on fields and only on CUDA/Vulkan; this one takes ndarrays anywhere): one 
 
 import taichi as ti
 
+from . import backend
+
 from .types import nd
 
 BLOCK = 1024
@@ -13,6 +15,7 @@ BLOCK = 1024
 @ti.kernel
 def scan_blocks(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
     """Reads/writes x[0:n] (exclusive scan within each block); writes block_sum."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for b in range((n + BLOCK - 1) // BLOCK):
         total = 0
         for k in range(BLOCK):
@@ -38,6 +41,7 @@ def scanned(x: ti.template(), block_sum: ti.template(), n: ti.i32, i: ti.i32) ->
 @ti.kernel
 def scan_add(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n: ti.i32):
     """x[i] += offset of its block; x[n] = total."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for i in range(n + 1):
         x[i] = scanned(x, block_sum, n, i)
 

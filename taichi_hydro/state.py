@@ -5,6 +5,8 @@ their device arrays; host-side selection and checking of state rows; the reset k
 import numpy as np
 import taichi as ti
 
+from . import backend
+
 from .checks import range_problem, unrepresentable
 from .errors import SceneError
 from .types import FROZEN_REASONS, nd, vec3, vec4
@@ -185,6 +187,7 @@ def reset_worlds(
     """For every world w with world_row[w] = r >= 0: state from row r % rows of each staging
     array (a one-row array is the scene's initial state, shared), controls, warm-start pair
     impulses, divergence flag and solver statistics zero. Other worlds are not written."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in body_p:
         r = world_row[w]
         if r >= 0:
@@ -194,9 +197,11 @@ def reset_worlds(
             body_w[w, b] = stage_w[r % stage_w.shape[0], b]
             body_force[w, b] = vec3(0.0)
             body_torque[w, b] = vec3(0.0)
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in pair_impulse:
         if world_row[w] >= 0:
             pair_impulse[w, p] = vec3(0.0)
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in world_status:
         if world_row[w] >= 0:
             world_status[w] = 0

@@ -2,6 +2,8 @@
 
 import taichi as ti
 
+from . import backend
+
 from .types import C_POLYGONS, S_CONTACTS, S_ITERATIONS, S_POLYGONS, S_STEPS, nd
 
 
@@ -16,11 +18,14 @@ def track_counts(
     """max_counts = elementwise max of the pool counters over the chunk (overflow check);
     stat_sums += (steps, polygons, contacts, solver iterations summed over worlds) of the step
     before (slots types.S_*)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for i in counts:
         ti.atomic_max(max_counts[i], counts[i])
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for _ in range(1):
         stat_sums[S_STEPS] += 1.0
         stat_sums[S_POLYGONS] += counts[C_POLYGONS]
         stat_sums[S_CONTACTS] += world_start[world_start.shape[0] - 1]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in world_iterations:
         stat_sums[S_ITERATIONS] += world_iterations[w]

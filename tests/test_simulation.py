@@ -273,3 +273,40 @@ def test_a_new_runtime_refuses_old_simulators(arch):
     got = five_steps_from_saved()
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
+
+
+def test_one_cpu_thread_serialises_the_loops_and_steps_the_same(arch, tmp_path):
+    """One world on cpu runs on one thread with every kernel loop serialised (backend.SERIAL_LOOPS:
+    no thread-pool dispatch per launch); --cpu-threads 2 uses the pool. In deterministic mode
+    ([solver] deterministic = true: sums in a fixed order) the two step the box stack alike over
+    300 steps up to round-off: the compiler may vectorise a serial loop's float32 arithmetic
+    differently (fast math), nothing else changes. Measured 7.3e-8 m, 4.4e-7 m/s and 2.8e-6
+    rad/s apart (the resting stack's slow rocking carries the round-off); bounds 1e-6 m and
+    1e-5 m/s, rad/s as in test_quick_compile_steps_the_same_physics. The summary says which ran; --cpu-threads on
+    another backend is refused by name."""
+    if arch != "cpu":
+        pytest.skip("the cpu backend's threads")
+    text = (ROOT / "scenes" / "box_stack.toml").read_text()
+    assert "[solver]" not in text
+    scene = tmp_path / "box_stack_deterministic.toml"
+    scene.write_text(text + "\n[solver]\ndeterministic = true\n")
+    runs = {}
+    for flag in ([], ["--cpu-threads", "2"]):
+        r = run_cli("run", str(scene), "--arch", "cpu", "--steps", "300", "--json", *flag)
+        assert r.returncode == 0, r.stderr
+        runs[len(flag)] = json.loads(r.stdout)
+    serial, pooled = runs[0], runs[2]
+    assert serial["cpu_threads"] == 1 and pooled["cpu_threads"] == 2
+    assert serial["polygons_mean"] > 0
+    for name, body in pooled["bodies"].items():
+        np.testing.assert_allclose(serial["bodies"][name]["position"], body["position"], atol=1e-6)
+        np.testing.assert_allclose(serial["bodies"][name]["velocity"], body["velocity"], atol=1e-5)
+        np.testing.assert_allclose(serial["bodies"][name]["angular_velocity"], body["angular_velocity"], atol=1e-5)
+    assert serial["polygons_mean"] == pytest.approx(pooled["polygons_mean"], rel=0.02)
+    for threads, expected in ((1, True), (2, False)):
+        probe = subprocess.run([sys.executable, "-c", "import taichi_hydro as th; "
+                                f"th.init('cpu', cpu_threads={threads}); print(th.backend.SERIAL_LOOPS)"],
+                               capture_output=True, text=True, cwd=ROOT)
+        assert probe.stdout.strip() == str(expected), probe.stderr
+    r = run_cli("run", str(scene), "--arch", "vulkan", "--cpu-threads", "2", "--steps", "1")
+    assert r.returncode != 0 and "--cpu-threads 2 sets threads of the cpu backend; this run uses --arch vulkan" in r.stderr

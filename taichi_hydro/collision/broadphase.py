@@ -30,6 +30,8 @@ the elements, queries inflated by TREE_SLACK against rounding.
 
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import finite_pose, quat_to_mat
 from . import skin as skin_rule
 from .candidates import SPAN_KEPT, append_candidate
@@ -163,6 +165,7 @@ def lens_box(c_a: vec3, r_a: float, c_b: vec3, r_b: float) -> box3:
 @ti.kernel
 def clear_counts(counts: nd(dtype=ti.i32, ndim=1)):
     """Writes counts = 0 (the pools' counters, before a pass appends)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for i in range(counts.shape[0]):
         counts[i] = 0
 
@@ -201,6 +204,7 @@ def pair_activity(
     P = pair_i.shape[0]
     kept = cand_span[SPAN_KEPT]
     kept_whole = 1 if (kept >= 0 and kept <= candidate_capacity) else 0
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in ti.ndrange(W, P):
         pr = pair_i[p]
         t = pr[P_TYPE]
@@ -291,6 +295,7 @@ def geometry_regions(
     W = pair_search.shape[0]
     G = geom_i.shape[0]
     K = geom_region.shape[2]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, g in ti.ndrange(W, G):
         region = empty_box()
         n = 0
@@ -412,6 +417,7 @@ def find_candidates(
     the pair's box, so inside the clamped box: no such pair is missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, h in ti.ndrange(W, query_count):
         g = query_elem_geom[h]
         n_pairs = geom_region_n[w, g]
@@ -534,6 +540,7 @@ def find_planar(
     a tree's spatial order (one side of a resting ring after the other) left a stiff ring
     rocking (tests/test_rigid_contact.py)."""
     W = pair_search.shape[0]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, k in ti.ndrange(W, planar_task_count):
         task = planar_task[k]
         pair = task[0]

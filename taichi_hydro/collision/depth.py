@@ -36,6 +36,8 @@ import math
 import numpy as np
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import quat_to_mat
 from ..types import (
     G_BODY, G_COMPLIANT, G_ELEM_COUNT, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH, PairType, box3, ivec8, nd,
@@ -146,6 +148,7 @@ def pair_depth(
     a core point of a is inside b (module docstring), else 0."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in ti.ndrange(W, P):
         pr = pair_i[p]
         t = pr[P_TYPE]

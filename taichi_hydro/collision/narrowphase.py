@@ -20,6 +20,8 @@ built with E_world; every pressure downstream (p0, gA, gB, vertex pressures) com
 
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import quat_to_mat
 from ..types import (
     C_POLYGONS, G_BODY, G_POOL_START, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, P_FLIP, P_GEOM_A, P_GEOM_B, P_TYPE,
@@ -259,6 +261,7 @@ def clip_candidates(
 ):
     """Reads the candidates of the broad phase (mesh-mesh and planar pairs) and pair_deep
     (depth.pair_depth); appends their polygons."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(candidate_count(counts, candidate_capacity)):
         clip_candidate(candidate(c, cand, cand_span), body_p, body_q, geom_i, geom_slab_gradient, pair_i, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,
                        geom_scale, merge_rel, pair_deep, counts, poly_i, poly_g, poly_c, poly_n, poly_nv, poly_v, poly_vp)

@@ -41,6 +41,8 @@ element b), so its results are independent of it, bit for bit equal with and wit
 
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import quat_mul
 from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, vec4
 from .candidates import SPAN_KEPT, SPAN_START, append_candidate
@@ -88,6 +90,7 @@ def keep_candidates(
     last = cand_span[SPAN_START]
     cand_span[SPAN_START] = candidate_capacity - last
     n = ti.min(cand_span[SPAN_KEPT], candidate_capacity)
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(n):
         key = cand[last + c]
         if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:

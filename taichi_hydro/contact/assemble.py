@@ -43,6 +43,8 @@ import functools
 
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import orthonormal_frame, quat_to_mat, skew
 from ..solver.cone import project_cone
 from ..types import (
@@ -132,15 +134,19 @@ def count_contacts(deterministic: bool):
         ordering.py), world_start (rows per world; the scan that follows makes them offsets),
         body_contacts (contacts touching each dynamic body), and resets the per-pair scale (1)
         and warm-start weights (0)."""
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w in range(world_start.shape[0]):
             world_start[w] = 0
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w, b in body_contacts:
             body_contacts[w, b] = 0
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w, p in pair_scale:
             pair_scale[w, p] = 1.0
             pair_weight[w, p] = 0.0
             pair_rows[w, p] = 0
         n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for k in range(n):
             w, pair = poly_i[k][K_WORLD], poly_i[k][K_PAIR]
             slot = -1
@@ -227,6 +233,7 @@ def assemble_contacts(deterministic: bool):
         tau [s], A p0 [N]); reduces per pair the near-rigid scale and, unless deterministic
         (then ordering.sum_pair_weights does it in row order), the warm-start weight."""
         n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for k in range(n):
             slot = poly_slot[k]
             if slot >= 0:
@@ -285,6 +292,7 @@ def finalize_contacts(warm_start: bool, split: bool):
         split: W_ii^split (mass splitting, Tonge 2012: each body's mass is shared among its
         contacts), the metric of the solver's local step."""
         W = world_start.shape[0] - 1
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for c in range(world_start[W]):
             ids = c_ids[c]
             w, a, b, pair = ids[ID_WORLD], ids[ID_A], ids[ID_B], ids[ID_PAIR]

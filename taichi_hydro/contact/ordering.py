@@ -22,6 +22,8 @@ rank, a gather that reads each row twice) is measured by `python -m bench.run dy
 
 import taichi as ti
 
+from .. import backend
+
 from ..types import C_POLYGONS, K_ELEM_A, K_ELEM_B, K_PAIR, K_WORLD, M_FORCE0, ivec4, mat3, nd, vec3, vec4
 
 
@@ -43,6 +45,7 @@ def pair_offsets(world_start: nd(dtype=ti.i32, ndim=1), pair_rows: nd(dtype=ti.i
                  pair_end: nd(dtype=ti.i32, ndim=2)):
     """Rows [pair_first, pair_end) of each (world, pair), in pair order within the world's rows,
     from the row count per pair (pair_rows)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in range(pair_rows.shape[0]):
         row = world_start[w]
         for p in range(pair_rows.shape[1]):
@@ -57,6 +60,7 @@ def scatter_rows(counts: nd(dtype=ti.i32, ndim=1), poly_i: nd(dtype=ivec4, ndim=
     """row_poly[row] = polygon index, rows of a pair in arbitrary order (poly_slot holds the
     polygon's arrival order within its pair)."""
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for k in range(n):
         if poly_slot[k] >= 0:
             row_poly[pair_first[poly_i[k][K_WORLD], poly_i[k][K_PAIR]] + poly_slot[k]] = k
@@ -68,6 +72,7 @@ def rank_rows(world_start: nd(dtype=ti.i32, ndim=1), poly_i: nd(dtype=ivec4, ndi
     """poly_slot[k] = the polygon's row within its world, in key order (ties, which a valid pool
     does not have, are broken by pool index so that rows never collide)."""
     W = world_start.shape[0] - 1
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for r in range(world_start[W]):
         k = row_poly[r]
         key = poly_i[k]
@@ -86,6 +91,7 @@ def sum_pair_weights(pair_first: nd(dtype=ti.i32, ndim=2), pair_end: nd(dtype=ti
                      pair_weight: nd(dtype=float, ndim=2)):
     """pair_weight = sum of (A p0)+ [N] over each (world, pair)'s rows, in row order (the
     warm-start weights)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in pair_first:
         total = 0.0
         for c in range(pair_first[w, p], pair_end[w, p]):
@@ -98,6 +104,7 @@ def sum_pair_impulses(pair_first: nd(dtype=ti.i32, ndim=2), pair_end: nd(dtype=t
                       c_gamma: nd(dtype=vec3, ndim=1), pair_impulse: nd(dtype=vec3, ndim=2)):
     """pair_impulse = sum of the impulses on each (world, pair)'s higher body, world frame
     [N s], in row order."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in pair_first:
         total = vec3(0.0)
         for c in range(pair_first[w, p], pair_end[w, p]):

@@ -21,6 +21,8 @@ start keys the contact by (world, pair, -1, -1), so it is found again at the nex
 
 import taichi as ti
 
+from .. import backend
+
 from ..types import (
     BODY_DYNAMIC, C_POLYGONS, K_PAIR, K_WORLD, P_BODY_HI, P_BODY_LO, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A,
     POLY_GRAD_B, POLY_P0, ivec4, ivec8, mat3, nd, poly_record, vec3, vec4,
@@ -62,10 +64,13 @@ def count_patches(
     pair] = its slot within the world (-1: none), world_start[w] = rows of world w (the scan
     that follows makes them offsets), body_contacts = patches touching each dynamic body.
     Resets pair_scale (1) and pair_weight (0); poly_slot = -1 (no polygon has a row)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in range(world_start.shape[0]):
         world_start[w] = 0
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in body_contacts:
         body_contacts[w, b] = 0
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in pair_scale:
         pair_scale[w, p] = 1.0
         pair_weight[w, p] = 0.0
@@ -76,6 +81,7 @@ def count_patches(
         patch_n[w, p] = vec3(0.0)
         patch_nk[w, p] = vec3(0.0)
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for k in range(n):
         poly_slot[k] = -1
         w, pair = poly_i[k][K_WORLD], poly_i[k][K_PAIR]
@@ -93,6 +99,7 @@ def count_patches(
             ti.atomic_add(patch_ck[w, pair], stiffness * poly_c[k])
             ti.atomic_add(patch_n[w, pair], weight * poly_n[k])
             ti.atomic_add(patch_nk[w, pair], stiffness * poly_n[k])
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, pair in patch_sum:
         if patch_sum[w, pair][PATCH_COUNT] > 0.0:
             pair_rows[w, pair] = ti.atomic_add(world_start[w], 1)
@@ -133,6 +140,7 @@ def assemble_patches(
     Writes c_ids, c_key (world, pair, -1, -1), c_frame, c_ra, c_rb, c_model (k, phi0, tau,
     sum A p0) as contact.assemble does for a polygon, pair_scale (the near-rigid scale of the
     one contact) and pair_weight (its static force, the warm-start weight)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, pair in pair_rows:
         slot = pair_rows[w, pair]
         if slot >= 0:

@@ -13,6 +13,8 @@ cold, like a fresh simulator. When the pools grow, the entries move to the large
 
 import taichi as ti
 
+from .. import backend
+
 from .. import hashing, hostcopy
 from ..backend import spend_launches
 from ..plan import ndarray_dtype
@@ -107,6 +109,7 @@ def lookup(key: ivec4, table_key: ti.template(), table_val: ti.template(), table
 
 @ti.kernel
 def clear_table(table_occ: nd(dtype=ti.i32, ndim=1)):
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for s in range(table_occ.shape[0]):
         table_occ[s] = 0
 
@@ -128,6 +131,7 @@ def insert(key: ivec4, value: vec3, table_key: ti.template(), table_val: ti.temp
 def rehash(old_key: nd(dtype=ivec4, ndim=1), old_val: nd(dtype=vec3, ndim=1), old_occ: nd(dtype=ti.i32, ndim=1),
            table_key: nd(dtype=ivec4, ndim=1), table_val: nd(dtype=vec3, ndim=1), table_occ: nd(dtype=ti.i32, ndim=1)):
     """Insert every entry of the old table into the (empty, larger) new one."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for s in range(old_occ.shape[0]):
         if old_occ[s] != 0:
             insert(old_key[s], old_val[s], table_key, table_val, table_occ)
@@ -145,6 +149,7 @@ def store_impulses(
 ):
     """Inserts every contact's impulse (world frame) under its key."""
     W = world_start.shape[0] - 1
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(world_start[W]):
         insert(c_key[c], c_frame[c].transpose() @ c_gamma[c], table_key, table_val, table_occ)
 
@@ -154,6 +159,7 @@ def forget_worlds(world_row: nd(dtype=ti.i32, ndim=1), table_key: nd(dtype=ivec4
     """Hides the stored impulses of every world w with world_row[w] >= 0 (reset worlds): their
     keys get world -1, which no lookup asks for. The slots stay occupied so that the probe
     chains of the other worlds' keys are unbroken; clear_table frees them at the next step."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for s in range(table_occ.shape[0]):
         if table_occ[s] != 0:
             key = table_key[s]
@@ -174,9 +180,11 @@ def accumulate_pair_impulses(
 ):
     """pair_impulse[w, p] = total impulse of the pair's contacts on its higher body, world frame
     [N s] (the next step's warm start of new polygons; atomic sums)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, p in pair_impulse:
         pair_impulse[w, p] = vec3(0.0)
     W = world_start.shape[0] - 1
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(world_start[W]):
         ids = c_ids[c]
         pair_impulse[ids[ID_WORLD], ids[ID_PAIR]] += c_frame[c].transpose() @ c_gamma[c]

@@ -34,6 +34,8 @@ import math
 
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import quat_mul, quat_to_mat
 from ..types import L_BIAS, L_LOWER, L_R, L_UPPER, UNBOUNDED, ivec4, ivec8, mat3, nd, vec3, vec4, vec6, vec8
 from .layout import (ACT_PD, BALL, J_ACTUATOR, J_CHILD, J_DOF_START, J_PARENT, J_ROW_COUNT, J_ROW_START, J_TYPE,
@@ -140,6 +142,7 @@ def joint_rows(
     and clears joint_fresh.
     A frozen world's rows are written all the same; the solver skips the world."""
     rows = joint_row_info.shape[0]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, r in ti.ndrange(world_status.shape[0], rows):
         info = joint_row_info[r]
         j, kind, k = info[0], info[1], info[2]
@@ -247,6 +250,7 @@ def joint_state(
     friction [N m or N]), and the joint's wrench on the child at the joint origin, world frame
     (joint_force [N], joint_torque [N m]: every row of the joint, constraint and effort)."""
     rows = joint_row_info.shape[0]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, j in ti.ndrange(joint_fresh.shape[0], joint_i.shape[0]):
         ji = joint_i[j]
         parent, child, jtype, dof = ji[J_PARENT], ji[J_CHILD], ji[J_TYPE], ji[J_DOF_START]
@@ -318,13 +322,16 @@ def reset_joints(
     """For every world w with world_row[w] >= 0: the joint controls back to the scene's values,
     no warm start for its rows, and its joint positions to be measured afresh (joint_fresh)."""
     rows = joint_row_info.shape[0]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in joint_fresh:
         joint_fresh[w] = 1 if world_row[w] >= 0 else 0
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, d in joint_target:
         if world_row[w] >= 0:
             joint_target[w, d] = joint_target0[d]
             joint_target_velocity[w, d] = joint_target_velocity0[d]
             joint_effort_command[w, d] = joint_effort0[d]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, r in ti.ndrange(joint_fresh.shape[0], rows):
         if world_row[w] >= 0:
             b_gamma[w * rows + r] = 0.0

@@ -11,6 +11,8 @@ import functools
 
 import taichi as ti
 
+from .. import backend
+
 from ..types import ID_A, ID_B, ID_WORLD, P_BODY_LO, contact_reg, ivec4, ivec8, mat3, nd, vec3
 from .cone import add_impulse, body_change, contact_update, contact_velocity, restart_product, sweep_beta
 
@@ -32,6 +34,7 @@ def apply_impulses(
 ):
     """v += M^-1 J^T gamma for every contact (atomic accumulation): the warm start."""
     W = world_start.shape[0] - 1
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(world_start[W]):
         ids = c_ids[c]
         w = ids[ID_WORLD]
@@ -66,6 +69,7 @@ def gather_impulses(during_sweeps: bool):
     ):
         """v += M^-1 J^T source for every dynamic body, each body summing the rows of its pairs
         in order (source: contact-frame impulses)."""
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w, b in body_vc:
             wm = w % body_inv_mass.shape[0]
             active = world_status[w] == 0 and body_inv_mass[wm, b] > 0.0
@@ -100,6 +104,7 @@ def start_sweeps(world_start: nd(dtype=ti.i32, ndim=1), world_iterations: nd(dty
                  body_wc: nd(dtype=vec3, ndim=2), body_vx: nd(dtype=vec3, ndim=2), body_wx: nd(dtype=vec3, ndim=2)):
     """Resets the per-world statistics and momentum (t = 1, beta = 0) before the sweeps;
     v(x_0) = the velocities after the warm start."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in world_residual:
         world_iterations[w] = 0
         world_residual[w] = 0.0
@@ -108,6 +113,7 @@ def start_sweeps(world_start: nd(dtype=ti.i32, ndim=1), world_iterations: nd(dty
         world_momentum[w] = 1.0
         world_beta[w] = 0.0
         world_restart[w] = 0.0
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in body_vc:
         body_vx[w, b] = body_vc[w, b]
         body_wx[w, b] = body_wc[w, b]
@@ -148,6 +154,7 @@ def sweep_contacts(accelerated: bool, coulomb: bool, deterministic: bool):
         for gather_impulses) and, accelerated, the restart term (world_restart, atomic sum;
         deterministic: c_restart for sum_world_restart)."""
         W = world_start.shape[0] - 1
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for c in range(world_start[W]):
             ids = c_ids[c]
             w, a, b = ids[ID_WORLD], ids[ID_A], ids[ID_B]
@@ -184,6 +191,7 @@ def sum_world_restart(world_start: nd(dtype=ti.i32, ndim=1), world_status: nd(dt
                       world_restart: nd(dtype=float, ndim=1)):
     """world_restart[w] = sum of c_restart over the world's rows, in row order (deterministic
     mode of accelerated Jacobi)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w in world_restart:
         if world_status[w] == 0 and world_converged[w] == 0:
             total = 0.0
@@ -223,6 +231,7 @@ def sweep_bodies(accelerated: bool):
         body of those worlds: v(y_k+1) = v(x_k+1) + beta (v(x_k+1) - v(x_k)) (beta = 0 for
         plain Jacobi) and body_vx/body_wx = v(x_k+1)."""
         B = body_vc.shape[1]
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w in world_swept:
             swept = 0
             if world_status[w] == 0 and world_converged[w] == 0:
@@ -241,6 +250,7 @@ def sweep_bodies(accelerated: bool):
                     world_converged[w] = 1
             world_swept[w] = swept
             world_restart[w] = 0.0
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w, b in body_vc:
             if world_swept[w] == 1:
                 v = body_vc[w, b] + body_dv[w, b]

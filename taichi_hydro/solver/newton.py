@@ -38,6 +38,8 @@ import types
 
 import taichi as ti
 
+from .. import backend
+
 from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3,
                      vec4, vec6)
 from .cone import apply_world_impulse, body_change
@@ -803,6 +805,7 @@ def newton_solver(real):
         filled row graph newton_adj has an edge (and on the diagonal): the factor of a
         sparse pile costs a small part of a dense one."""
         B = body_vc.shape[1]
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w in range(world_start.shape[0] - 1):
             start, end = world_start[w], world_start[w + 1]
             jstart, jend = bilateral_start[w], bilateral_start[w + 1]

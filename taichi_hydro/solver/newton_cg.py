@@ -53,6 +53,8 @@ import types
 
 import taichi as ti
 
+from .. import backend
+
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
 from .newton import MODIFIED_ITERATIONS, newton_funcs, world_funcs
 
@@ -330,6 +332,7 @@ def newton_cg_solver(real):
         iterations of the solve (all its Newton iterations) to world_linear_iterations and
         counts each product's rows in world_updates."""
         B = body_vc.shape[1]
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w in range(world_start.shape[0] - 1):
             start, end = world_start[w], world_start[w + 1]
             jstart, jend = bilateral_start[w], bilateral_start[w + 1]

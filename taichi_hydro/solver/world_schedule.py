@@ -16,6 +16,8 @@ import functools
 
 import taichi as ti
 
+from .. import backend
+
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity, restart_product, sweep_beta
 
@@ -65,6 +67,7 @@ def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bo
         v(x_k)). Reads and writes c_gamma and body_vc/body_wc (centre-of-mass velocities, world
         frame); writes the world's iterations, residual [m/s], contacts and contact updates."""
         B = body_vc.shape[1]
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w in range(world_start.shape[0] - 1):
             start, end = world_start[w], world_start[w + 1]
             it = 0

@@ -20,6 +20,8 @@ friction impulse per polygon, spread uniformly over it."""
 
 import taichi as ti
 
+from .. import backend
+
 from ..math3d import quat_to_mat
 from ..types import (
     C_POLYGONS, K_PAIR, K_WORLD, P_BODY_HI, P_GEOM_A, P_GEOM_B, POLY_AREA, ivec4, ivec8, mat3, nd, poly_record,
@@ -95,6 +97,7 @@ def pixel_piece(poly: Piece, count: ti.i32, u0: float, u1: float, v0: float, v1:
 @ti.kernel
 def clear_worlds(world_row: nd(dtype=ti.i32, ndim=1), pressure: nd(dtype=float, ndim=3), shear: nd(dtype=vec2, ndim=3)):
     """Zero the images of the worlds with world_row[w] >= 0 (the worlds a reset selects)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, i, j in pressure:
         if world_row[w] >= 0:
             pressure[w, i, j] = 0.0
@@ -128,6 +131,7 @@ def rasterise_face(
     poly_slot) and the bodies' poses at the polygons' time (the step's start); face: the
     TactileFace's packed floats (p_BF, u, v, n in the body frame, width, height).
     Writes pressure (W, rows, cols) [Pa] and shear (W, rows, cols) (u, v) [Pa]."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, i, j in pressure:
         pressure[w, i, j] = 0.0
         shear[w, i, j] = vec2(0.0)
@@ -139,6 +143,7 @@ def rasterise_face(
     du, dv = width / cols, height / rows
     pixel_area = du * dv
     n = ti.min(counts[C_POLYGONS], poly_i.shape[0])
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for k in range(n):
         key = poly_i[k]
         w, pair = key[K_WORLD], key[K_PAIR]
