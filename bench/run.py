@@ -46,10 +46,11 @@ def _median_time(fn, min_time=0.5, min_calls=3, max_calls=200) -> float:
     return statistics.median(times)
 
 
-def contact_worker(arch: str, names: list[str], quick: bool) -> None:
-    """Time Simulator.collide() (the whole device pipeline, all worlds) per point; print JSON."""
+def contact_worker(arch: str, names: list[str], quick: bool, cpu_threads: int | None = None) -> None:
+    """Time Simulator.collide() (the whole device pipeline, all worlds) per point; print JSON.
+    cpu_threads: the cpu backend's threads (1 serialises the loops, backend.SERIAL_LOOPS)."""
 
-    th.init(arch)
+    th.init(arch, cpu_threads=cpu_threads)
     device = describe(arch)
     for name in names:
         case = registry.find(name)
@@ -75,6 +76,7 @@ def contact_worker(arch: str, names: list[str], quick: bool) -> None:
                 "polygons_per_world": polygons / worlds,
                 "polygons_per_s": polygons / query_s,
                 "pool_passes": sim.collision.passes,
+                "cpu_threads": cpu_threads,
             }
             print(json.dumps(row), flush=True)
 
@@ -84,7 +86,8 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
 
 
 def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
-                    deterministic: bool = False, method: str | None = None, linear: str | None = None) -> None:
+                    deterministic: bool = False, method: str | None = None, linear: str | None = None,
+                    cpu_threads: int | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     A case with settle steps starts from its saved state (bench/states/<case>.npz, made once
@@ -104,11 +107,12 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     method its method ("jacobi", "accelerated", "gauss_seidel", "newton"; default: the
     schedule's), linear how method newton solves its step ("auto", "cholesky", "cg"; the row's
     linear_solver says which ran, linear_iterations_mean_p95_max its CG iterations per
-    world-step). deterministic: time each
+    world-step), cpu_threads the cpu backend's threads (None: one per core; 1 serialises the
+    loops, backend.SERIAL_LOOPS). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     from taichi_hydro.memory import device_bytes
 
-    th.init(arch)
+    th.init(arch, cpu_threads=cpu_threads)
     device = describe(arch)
     for name in names:
         case = registry.find_dynamics(name)
@@ -162,6 +166,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "diverged_worlds": diverged,
                 "pool_overflows": {"first_run": growths_first, "timed_run": sim.collision.growths - growths_first},
                 "solver": f"{sim.method}/{sim.schedule}",
+                "cpu_threads": cpu_threads,
                 "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),
                 "device_bytes_per_world": device_bytes(sim) / worlds,
@@ -454,6 +459,8 @@ def main(argv=None) -> int:
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,
                    help="dynamics: run Drake in this many processes at once (one per core) and report their total world-steps/s")
+    p.add_argument("--cpu-threads", type=int, help="threads of the cpu backend (default: one per core; 1 serialises every "
+                   "kernel's loops: no thread-pool dispatch per launch, the setting for one world)")
     p.add_argument("--append", action="store_true", help="add to --out instead of replacing it (one meta line per run)")
     args = p.parse_args(argv)
     arches = args.arch.split(",")
@@ -468,6 +475,8 @@ def main(argv=None) -> int:
         wanted = [int(w) for w in args.worlds.split(",")] if args.worlds else None
     except ValueError:
         p.error(f"--worlds must be comma-separated integers, got {args.worlds!r}")
+    if args.cpu_threads is not None and (args.cpu_threads < 1 or set(arches) != {"cpu"}):
+        p.error(f"--cpu-threads {args.cpu_threads}: threads of the cpu backend, a positive integer with --arch cpu only")
     if wanted and min(wanted) < 1:
         p.error(f"--worlds must be >= 1, got {args.worlds!r}")
     if args.out:
@@ -483,10 +492,10 @@ def main(argv=None) -> int:
     if args.worker:
         try:
             if args.suite == "contact":
-                contact_worker(args.arch, names, args.quick)
+                contact_worker(args.arch, names, args.quick, args.cpu_threads)
             else:
                 dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method,
-                                args.linear)
+                                args.linear, args.cpu_threads)
         except th.HydroError as exc:  # one line for the parent to show
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -513,6 +522,8 @@ def main(argv=None) -> int:
                 cmd += ["--linear", args.linear]
             if args.deterministic:
                 cmd.append("--deterministic")
+            if args.cpu_threads is not None:
+                cmd += ["--cpu-threads", str(args.cpu_threads)]
             if args.quick:
                 cmd.append("--quick")
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -49,7 +49,7 @@ def free_velocity(
     world frame) and its inverse inertia in W. Forces/torques [N, N m] act at the centre of
     mass, world frame."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, b in body_vc:
+    for w, b in ti.ndrange(body_vc.shape[0], body_vc.shape[1]):
         kind = body_kind[b]
         R = quat_to_mat(body_q[w, b])
         wm = w % body_inv_mass.shape[0]
@@ -83,7 +83,7 @@ def check_divergence(world_status: nd(dtype=ti.i32, ndim=1), body_p: nd(dtype=ve
     non-finite pose (written through a state view; the collision stage already catches it
     for bodies that have contact pairs)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, b in body_vc:
+    for w, b in ti.ndrange(body_vc.shape[0], body_vc.shape[1]):
         v, omega = body_vc[w, b], body_wc[w, b]
         code = 0
         if not v.norm() <= MAX_SPEED:  # also for NaN
@@ -112,7 +112,7 @@ def integrate(
     """Advances the pose with the solved velocities and writes the state back at the body
     origin (worlds marked diverged keep their state)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, b in body_vc:
+    for w, b in ti.ndrange(body_vc.shape[0], body_vc.shape[1]):
         if world_status[w] == 0 and body_kind[b] != BODY_STATIC:
             q = body_q[w, b]
             c_W = quat_to_mat(q) @ body_com_B[b]

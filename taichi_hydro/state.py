@@ -188,7 +188,7 @@ def reset_worlds(
     array (a one-row array is the scene's initial state, shared), controls, warm-start pair
     impulses, divergence flag and solver statistics zero. Other worlds are not written."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, b in body_p:
+    for w, b in ti.ndrange(body_p.shape[0], body_p.shape[1]):
         r = world_row[w]
         if r >= 0:
             body_p[w, b] = stage_p[r % stage_p.shape[0], b]
@@ -198,11 +198,11 @@ def reset_worlds(
             body_force[w, b] = vec3(0.0)
             body_torque[w, b] = vec3(0.0)
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, p in pair_impulse:
+    for w, p in ti.ndrange(pair_impulse.shape[0], pair_impulse.shape[1]):
         if world_row[w] >= 0:
             pair_impulse[w, p] = vec3(0.0)
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w in world_status:
+    for w in range(world_status.shape[0]):
         if world_row[w] >= 0:
             world_status[w] = 0
             world_iterations[w] = 0

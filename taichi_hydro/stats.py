@@ -19,7 +19,7 @@ def track_counts(
     stat_sums += (steps, polygons, contacts, solver iterations summed over worlds) of the step
     before (slots types.S_*)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for i in counts:
+    for i in range(counts.shape[0]):
         ti.atomic_max(max_counts[i], counts[i])
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for _ in range(1):
@@ -27,5 +27,5 @@ def track_counts(
         stat_sums[S_POLYGONS] += counts[C_POLYGONS]
         stat_sums[S_CONTACTS] += world_start[world_start.shape[0] - 1]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w in world_iterations:
+    for w in range(world_iterations.shape[0]):
         stat_sums[S_ITERATIONS] += world_iterations[w]

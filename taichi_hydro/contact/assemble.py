@@ -138,10 +138,10 @@ def count_contacts(deterministic: bool):
         for w in range(world_start.shape[0]):
             world_start[w] = 0
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w, b in body_contacts:
+        for w, b in ti.ndrange(body_contacts.shape[0], body_contacts.shape[1]):
             body_contacts[w, b] = 0
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w, p in pair_scale:
+        for w, p in ti.ndrange(pair_scale.shape[0], pair_scale.shape[1]):
             pair_scale[w, p] = 1.0
             pair_weight[w, p] = 0.0
             pair_rows[w, p] = 0

@@ -92,7 +92,7 @@ def sum_pair_weights(pair_first: nd(dtype=ti.i32, ndim=2), pair_end: nd(dtype=ti
     """pair_weight = sum of (A p0)+ [N] over each (world, pair)'s rows, in row order (the
     warm-start weights)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, p in pair_first:
+    for w, p in ti.ndrange(pair_first.shape[0], pair_first.shape[1]):
         total = 0.0
         for c in range(pair_first[w, p], pair_end[w, p]):
             total += ti.max(c_model[c][M_FORCE0], 0.0)
@@ -105,7 +105,7 @@ def sum_pair_impulses(pair_first: nd(dtype=ti.i32, ndim=2), pair_end: nd(dtype=t
     """pair_impulse = sum of the impulses on each (world, pair)'s higher body, world frame
     [N s], in row order."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, p in pair_first:
+    for w, p in ti.ndrange(pair_first.shape[0], pair_first.shape[1]):
         total = vec3(0.0)
         for c in range(pair_first[w, p], pair_end[w, p]):
             total += c_frame[c].transpose() @ c_gamma[c]

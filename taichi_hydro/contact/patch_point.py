@@ -68,10 +68,10 @@ def count_patches(
     for w in range(world_start.shape[0]):
         world_start[w] = 0
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, b in body_contacts:
+    for w, b in ti.ndrange(body_contacts.shape[0], body_contacts.shape[1]):
         body_contacts[w, b] = 0
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, p in pair_scale:
+    for w, p in ti.ndrange(pair_scale.shape[0], pair_scale.shape[1]):
         pair_scale[w, p] = 1.0
         pair_weight[w, p] = 0.0
         pair_rows[w, p] = -1
@@ -100,7 +100,7 @@ def count_patches(
             ti.atomic_add(patch_n[w, pair], weight * poly_n[k])
             ti.atomic_add(patch_nk[w, pair], stiffness * poly_n[k])
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, pair in patch_sum:
+    for w, pair in ti.ndrange(patch_sum.shape[0], patch_sum.shape[1]):
         if patch_sum[w, pair][PATCH_COUNT] > 0.0:
             pair_rows[w, pair] = ti.atomic_add(world_start[w], 1)
             for side in ti.static(range(2)):
@@ -141,7 +141,7 @@ def assemble_patches(
     sum A p0) as contact.assemble does for a polygon, pair_scale (the near-rigid scale of the
     one contact) and pair_weight (its static force, the warm-start weight)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, pair in pair_rows:
+    for w, pair in ti.ndrange(pair_rows.shape[0], pair_rows.shape[1]):
         slot = pair_rows[w, pair]
         if slot >= 0:
             c = world_start[w] + slot

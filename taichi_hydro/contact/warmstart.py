@@ -181,7 +181,7 @@ def accumulate_pair_impulses(
     """pair_impulse[w, p] = total impulse of the pair's contacts on its higher body, world frame
     [N s] (the next step's warm start of new polygons; atomic sums)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, p in pair_impulse:
+    for w, p in ti.ndrange(pair_impulse.shape[0], pair_impulse.shape[1]):
         pair_impulse[w, p] = vec3(0.0)
     W = world_start.shape[0] - 1
     ti.loop_config(serialize=backend.SERIAL_LOOPS)

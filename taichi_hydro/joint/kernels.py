@@ -323,10 +323,10 @@ def reset_joints(
     no warm start for its rows, and its joint positions to be measured afresh (joint_fresh)."""
     rows = joint_row_info.shape[0]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w in joint_fresh:
+    for w in range(joint_fresh.shape[0]):
         joint_fresh[w] = 1 if world_row[w] >= 0 else 0
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, d in joint_target:
+    for w, d in ti.ndrange(joint_target.shape[0], joint_target.shape[1]):
         if world_row[w] >= 0:
             joint_target[w, d] = joint_target0[d]
             joint_target_velocity[w, d] = joint_target_velocity0[d]

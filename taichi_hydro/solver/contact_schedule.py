@@ -70,7 +70,7 @@ def gather_impulses(during_sweeps: bool):
         """v += M^-1 J^T source for every dynamic body, each body summing the rows of its pairs
         in order (source: contact-frame impulses)."""
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w, b in body_vc:
+        for w, b in ti.ndrange(body_vc.shape[0], body_vc.shape[1]):
             wm = w % body_inv_mass.shape[0]
             active = world_status[w] == 0 and body_inv_mass[wm, b] > 0.0
             if ti.static(during_sweeps):
@@ -105,7 +105,7 @@ def start_sweeps(world_start: nd(dtype=ti.i32, ndim=1), world_iterations: nd(dty
     """Resets the per-world statistics and momentum (t = 1, beta = 0) before the sweeps;
     v(x_0) = the velocities after the warm start."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w in world_residual:
+    for w in range(world_residual.shape[0]):
         world_iterations[w] = 0
         world_residual[w] = 0.0
         world_contacts[w] = world_start[w + 1] - world_start[w]
@@ -114,7 +114,7 @@ def start_sweeps(world_start: nd(dtype=ti.i32, ndim=1), world_iterations: nd(dty
         world_beta[w] = 0.0
         world_restart[w] = 0.0
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, b in body_vc:
+    for w, b in ti.ndrange(body_vc.shape[0], body_vc.shape[1]):
         body_vx[w, b] = body_vc[w, b]
         body_wx[w, b] = body_wc[w, b]
 
@@ -192,7 +192,7 @@ def sum_world_restart(world_start: nd(dtype=ti.i32, ndim=1), world_status: nd(dt
     """world_restart[w] = sum of c_restart over the world's rows, in row order (deterministic
     mode of accelerated Jacobi)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w in world_restart:
+    for w in range(world_restart.shape[0]):
         if world_status[w] == 0 and world_converged[w] == 0:
             total = 0.0
             for c in range(world_start[w], world_start[w + 1]):
@@ -232,7 +232,7 @@ def sweep_bodies(accelerated: bool):
         plain Jacobi) and body_vx/body_wx = v(x_k+1)."""
         B = body_vc.shape[1]
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w in world_swept:
+        for w in range(world_swept.shape[0]):
             swept = 0
             if world_status[w] == 0 and world_converged[w] == 0:
                 swept = 1
@@ -251,7 +251,7 @@ def sweep_bodies(accelerated: bool):
             world_swept[w] = swept
             world_restart[w] = 0.0
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w, b in body_vc:
+        for w, b in ti.ndrange(body_vc.shape[0], body_vc.shape[1]):
             if world_swept[w] == 1:
                 v = body_vc[w, b] + body_dv[w, b]
                 om = body_wc[w, b] + body_dw[w, b]

@@ -98,7 +98,7 @@ def pixel_piece(poly: Piece, count: ti.i32, u0: float, u1: float, v0: float, v1:
 def clear_worlds(world_row: nd(dtype=ti.i32, ndim=1), pressure: nd(dtype=float, ndim=3), shear: nd(dtype=vec2, ndim=3)):
     """Zero the images of the worlds with world_row[w] >= 0 (the worlds a reset selects)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, i, j in pressure:
+    for w, i, j in ti.ndrange(pressure.shape[0], pressure.shape[1], pressure.shape[2]):
         if world_row[w] >= 0:
             pressure[w, i, j] = 0.0
             shear[w, i, j] = vec2(0.0)
@@ -132,7 +132,7 @@ def rasterise_face(
     TactileFace's packed floats (p_BF, u, v, n in the body frame, width, height).
     Writes pressure (W, rows, cols) [Pa] and shear (W, rows, cols) (u, v) [Pa]."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, i, j in pressure:
+    for w, i, j in ti.ndrange(pressure.shape[0], pressure.shape[1], pressure.shape[2]):
         pressure[w, i, j] = 0.0
         shear[w, i, j] = vec2(0.0)
     rows, cols = pressure.shape[1], pressure.shape[2]
