@@ -2,7 +2,7 @@
 dynamics case, for whichever checkout of taichi_hydro is imported, so that two versions are
 compared from the same start:
 
-    cd /tmp && PYTHONPATH=<checkout>:<folder holding this bench package> \\
+    cd /tmp && PYTHONPATH=<folder holding only this bench package>:<checkout> \\
         python -m bench.stage_ab --case pile_27_settled --worlds 64 --steps 20
 
 A settled case starts from its saved state (bench/states/<case>.npz, the same arrays in every
