@@ -413,8 +413,9 @@ def find_candidates(
     b's elements all lie in it). Without a skin, a tet-tet pair whose equal-pressure plane
     clearly misses one of the two tets (clip.meeting_plane_misses, both tets taken about a's
     vertex 0 as the narrow phase takes them) has no polygon and is not listed; with a skin
-    every box-overlapping pair is, since the list must hold while the bodies move. Elements within the skin of each other are so inside
-    the pair's box, so inside the clamped box: no such pair is missed."""
+    every box-overlapping pair is, since the list must hold while the bodies move. Elements
+    within the skin of each other are so inside the pair's box, so inside the clamped box: no
+    such pair is missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
