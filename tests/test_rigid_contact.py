@@ -595,7 +595,11 @@ def test_non_convex_mesh_rests_on_a_rigid_half_space(arch, tmp_path, monkeypatch
     if fill == "slab":
         fail_to_fill(monkeypatch)
     ring = {"name": "ring", "mass": 0.1, "position": [0.0, 0.0, 0.01], "shape": {"type": "mesh", "file": str(annulus_file(tmp_path))}}
-    sim = resting([ground(), ring], dt, worlds_masses=(0.1, 10.0))
+    # Deterministic mode: the rows in (pair, element) order. In the default mode they come in
+    # arrival order, and about 1 run in 10 (before and after the planar runs of find_planar)
+    # the lighter ring rocked once in the window (4 mm/s for a step): Gauss-Seidel on a stiff
+    # ring is sensitive to its row order (README, Known limits).
+    sim = resting([ground(), ring], dt, {"deterministic": True}, worlds_masses=(0.1, 10.0))
     assert sim.model.host.pair_i[0, P_TYPE] == (PairType.SLAB_TRI if fill == "slab" else PairType.TET_PLANE)
     sim.step(100)
     rec = record(sim, 60, 1)
