@@ -170,7 +170,9 @@ class SolverSettings:
     tolerance [1e-6 m/s]: a world's solve stops when no point of any of its bodies changes
       velocity by more than this over one iteration (|dv| + reach |dw| per body, reach: the
       distance from the centre of mass to the farthest point of the body's geometry; with
-      sleep, a sleeping body's change since it fell asleep).
+      sleep, a sleeping body's change since it fell asleep). Method newton measures the
+      iterate's residual instead of its change: the velocity change the unbalanced impulse
+      (momentum balance at the friction bounds mu gamma_n) would cause in each body alone.
     relaxation [0.9]: Jacobi step omega in (0, 1].
     mode ["coulomb"]: "coulomb" adds the De Saxce term mu |v_t| to the normal residual, so
       sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating

@@ -38,16 +38,19 @@ def test_newton_reaches_the_coulomb_fixed_point_on_dumped_steps(arch, name):
     - float64 (cpu, cuda) at tolerance 1e-12: residual <= 1e-9 m/s and the velocities within
       1e-8 m/s of the prototype's dense float64 Newton (observed: residual <= 3e-11, 1e-16 to
       4e-10 m/s apart).
-    - At the default tolerance the step that stops the solve is below the tolerance and the
-      convergence is superlinear, so the error is below the tolerance (observed <= 3.9e-7
-      m/s). In float32 (vulkan) the contact velocities J v are rounded by ~EPS32 |v| per term:
-      the bound adds 16 EPS32 max |v| (observed: 1.5e-6 m/s on the pile)."""
+    - At the default tolerance the solve stops once that residual is below the tolerance;
+      the error, in the tolerance's own measure (|dv| + reach |dw| of each body, the largest),
+      is then below the tolerance too: H >= M, so the error in the kinetic-energy norm is at
+      most the residual's in the inverse-mass norm (observed <= 1.8e-7 m/s; per component the
+      coin's spin is off by 1.3e-5 rad/s on a 1.4 cm reach). In float32 (vulkan) the contact
+      velocities J v are rounded by ~EPS32 |v| per term: the bound adds 16 EPS32 max |v|
+      (observed: 1.5e-6 m/s on the pile)."""
     P = prototype()
     for rec in spread(problems(name), STEPS[name]):
         p = P.Problem(rec)
         reference = P.newton_mod(p, tol=1e-12, switch=3)[0]
         x, _, iterations, _ = solve(rec)
-        error = np.abs(x[p.dyn_ids].reshape(-1) - reference).max()
+        error = p.body_change(x[p.dyn_ids].reshape(-1) - reference)
         bound = TOLERANCE + (0.0 if float64(arch) else 16 * EPS32 * np.abs(reference).max())
         print(f"{name} step {rec['step']}: {rec['n']} contacts, {iterations} iterations (Gauss-Seidel: {rec['sweeps']} "
               f"sweeps), |v - v_ref| {error:.1e} m/s")
@@ -119,27 +122,29 @@ def closed_form(v_star, mu=MU):
 
 
 @pytest.mark.parametrize("case, v_star, warm, most", [
-    ("frictionless, cold", (0.3, 0.1, -0.2), False, 2),
+    ("frictionless, cold", (0.3, 0.1, -0.2), False, 1),
     ("stick, warm normal", (0.06, 0.02, -0.2), True, 2),
-    ("slide, warm normal", (0.3, 0.1, -0.2), True, 2),
-    ("stick, cold", (0.06, 0.02, -0.2), False, 3),
-    ("slide, cold", (0.3, 0.1, -0.2), False, 3),
+    ("slide, warm normal", (0.3, 0.1, -0.2), True, 3),
+    ("stick, cold", (0.06, 0.02, -0.2), False, 2),
+    ("slide, cold", (0.3, 0.1, -0.2), False, 2),
 ])
 def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
-    """One contact at the default tolerance: Newton's step is exact on the quadratic pieces
-    and the exact line search finds the minimum along a slide direction, so with the right
-    bound (the warm start's normal impulse; or no friction) the first iteration solves the
-    law and the second sees a change below the tolerance; from a cold start the first bound
-    is mu x 0: one iteration more. The error is below the tolerance (observed: 0 to 5e-14 m/s,
-    and 8.1e-7 m/s for the warm slide, see below). Run on to tolerance 1e-12 in float64, the
-    velocities match the closed form of the float32 inputs to 1e-12 m/s (read from the
-    float64 iterate). The slide's normal and tangent parts share one step length, and the
-    bound amplifies a normal error by mu / (M R_n) = 1e4: the warm slide converges linearly
-    once its normal part is solved (observed: 6 iterations to 1e-12).
+    """One contact at the default tolerance (iterations count factorisations; the stopping
+    test on the residual needs none). Newton's step is exact on the quadratic pieces, so
+    without friction one iteration solves the law. The first bound is the warm start's, mu
+    gamma0_n: from a cold start it is 0 and the bound is right from the second iteration on
+    (observed: 2 for the stick and the slide). With the warm normal impulse the bound is the
+    solution's, but the stick starts outside its stick disk (|v*_t| > g R_t): also 2. The
+    warm slide's normal and tangent parts share one step length, which the isotropic slip
+    curvature of the first MODIFIED_ITERATIONS iterations stretches past 1, and the residual
+    weighs a normal error by mu / (M R_n) = 1e4 (through the bound): it converges linearly
+    until the exact curvature takes over (observed: 3 iterations). The errors are 0 to 4e-7
+    m/s. Run on to tolerance 1e-12 in float64, the velocities match the
+    closed form of the float32 inputs to 1e-12 m/s (read from the float64 iterate).
     In float32 (vulkan) the rounding of the normal velocity, amplified in the bound the same
-    way, costs iterations (observed: 3 for the warm slide, 6 for the cold slide) and moves
-    the slide: there the count is only checked to stop by the test, and the error allowed is
-    the tolerance plus 4 EPS32 (|v*| + mu |v_n| / (M R_n)) (observed: 2.4e-6 m/s)."""
+    way, costs iterations and moves the slide: there the count is only checked to stop by the
+    test, and the error allowed is the tolerance plus 4 EPS32 (|v*| + mu |v_n| / (M R_n))
+    (observed: 2.4e-6 m/s)."""
     mu = 0.0 if case.startswith("frictionless") else MU
     expected, stick, gamma_n = closed_form(v_star, mu)
     assert stick == case.startswith("stick")

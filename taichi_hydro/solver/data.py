@@ -74,7 +74,8 @@ class SolverData:
     body_awake (W, B) i32: Gauss-Seidel sleep, 2 moving, 1 quiet for one sweep, 0 asleep
       ((1, 1) when sleep is off).
     Per world: world_iterations (sweeps of the last step), world_residual [m/s] (the last
-    sweep's largest velocity change of a body point), world_contacts (rows), world_updates
+    sweep's largest velocity change of a body point; Newton: the solution's residual, its
+    stopping test's measure), world_contacts (rows), world_updates
     (contact updates of the last step), world_converged and world_swept (contact schedule: the
     world has stopped; it swept this sweep), world_momentum, world_beta, world_restart
     (accelerated Jacobi's t, beta and restart sum).

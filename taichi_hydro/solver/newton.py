@@ -26,8 +26,20 @@ g_i = mu_i gamma_n,i(v). At the fixed point (zero gradient,
 g = mu gamma_n) the impulses satisfy normal compliance exactly while sliding: the De Saxce
 fixed point of the projected iterations, without hydroplaning.
 
-A world stops when no point of any body moves by more than the tolerance over an iteration
-(the same velocity test as the projected iterations: body_change of the step), or at the cap.
+A world stops when the iterate balances momentum to the tolerance: the cost's gradient r =
+M (v - v*) - J^T gamma(v) at the updated bounds (the unbalanced impulse of the Coulomb fixed
+point), applied to each body alone, would change no point of any body by more than the
+tolerance (body_change of M^-1 r, per body; the body-velocity test of the projected
+iterations, measured on the residual instead of on the step). The test runs before every
+factorisation, the warm start's included: a warm start that already balances stops at once
+(0 iterations), and a step that the line search cuts short (a small alpha far from the
+solution) never stops the solve. It also stops at the cap. Since H >= M, the iterate's error obeys |e|_M <=
+|r|_M^-1. In float32 arithmetic (vulkan) the residual has a round-off floor that can exceed
+the tolerance: a contact's velocity is rounded by ~EPS32 |u| and its normal impulse by that
+over R_n, which M^-1 turns into EPS32 |u| / (m R_n) (1e4 EPS32 |u| for a stiff contact of a
+light body). There the solve also stops after an iteration whose full Newton step (before
+the line search, H^-1 r: the error estimate of the local model) moves no body point by more
+than the tolerance.
 Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
 clamped, see there) and are solved with the contacts, warm-started from their impulses of the
 previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
@@ -65,6 +77,7 @@ def newton_funcs(real):
     rvec6 = ti.types.vector(6, real)
     rmat3 = ti.types.matrix(3, 3, real)
     tiny = 1e-300 if real == ti.f64 else 1e-30  # a floor for the Cholesky pivots
+    step_test = real != ti.f64  # float32: also stop on a short full step (the module's stopping rule)
 
     @ti.func
     def mat_vec(A: rmat3, x: rvec3) -> rvec3:
@@ -501,25 +514,46 @@ def newton_funcs(real):
         return -(gamma * jd), G * jd * jd
 
     @ti.func
-    def step_body(w: ti.i32, b: ti.i32, p: ti.i32, alpha: real, v: ti.template(), dv: ti.template(), body_reach: ti.template()):
-        """v += alpha dv for body b (at offset p); returns how far its points moved [m/s]
-        (cone.body_change)."""
-        step_v = alpha * rvec3(dv[w, p], dv[w, p + 1], dv[w, p + 2])
-        step_w = alpha * rvec3(dv[w, p + 3], dv[w, p + 4], dv[w, p + 5])
-        for k in ti.static(range(3)):
-            v[w, p + k] += step_v[k]
-            v[w, p + 3 + k] += step_w[k]
-        return ti.cast(body_change(ti.cast(step_v, float), ti.cast(step_w, float), body_reach[b]), real)
+    def step_body(w: ti.i32, p: ti.i32, alpha: real, v: ti.template(), dv: ti.template()):
+        """v += alpha dv for the body at offset p."""
+        for k in ti.static(range(6)):
+            v[w, p + k] += alpha * dv[w, p + k]
+
+    @ti.func
+    def body_residual(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, grad: ti.template(), body_inv_mass: ti.template(),
+                      body_inv_inertia_W: ti.template(), body_reach: ti.template()) -> real:
+        """The stopping test's measure for body b (at offset p): how far its points would move
+        [m/s] if the unbalanced impulse -grad[w, p:p + 6] (force and moment parts) acted on it
+        alone, cone.body_change of M_b^-1 grad (0 for an immobile body, whose gradient is 0)."""
+        out = ti.cast(0.0, real)
+        inv_m = body_inv_mass[wm, b]
+        if inv_m > 0.0:
+            lin = ti.cast(inv_m, real) * rvec3(grad[w, p], grad[w, p + 1], grad[w, p + 2])
+            ang = mat_vec(ti.cast(body_inv_inertia_W[w, b], real), rvec3(grad[w, p + 3], grad[w, p + 4], grad[w, p + 5]))
+            out = ti.cast(body_change(ti.cast(lin, float), ti.cast(ang, float), body_reach[b]), real)
+        return out
+
+    @ti.func
+    def body_step(w: ti.i32, b: ti.i32, p: ti.i32, dv: ti.template(), body_reach: ti.template()) -> real:
+        """How far body b's points would move [m/s] under its part of the full Newton step dv
+        (at offset p): cone.body_change."""
+        lin = rvec3(dv[w, p], dv[w, p + 1], dv[w, p + 2])
+        ang = rvec3(dv[w, p + 3], dv[w, p + 4], dv[w, p + 5])
+        return ti.cast(body_change(ti.cast(lin, float), ti.cast(ang, float), body_reach[b]), real)
+
+    @ti.func
+    def set_bound(c: ti.i32, c_u: ti.template(), c_reg: ti.template(), c_bound: ti.template()):
+        """Contact c's friction bound at its velocity u: g = mu gamma_n(u)."""
+        reg = c_reg[c]
+        gamma_n = ti.max(ti.cast(reg[R_VHAT], real) - c_u[c][2], 0.0) / ti.cast(reg[R_RN], real)
+        c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
 
     @ti.func
     def step_contact(c: ti.i32, alpha: real, c_u: ti.template(), c_jdv: ti.template(), c_reg: ti.template(),
                      c_bound: ti.template()):
         """u += alpha J dv for contact c, then its bound g = mu gamma_n(u)."""
-        u = c_u[c] + alpha * c_jdv[c]
-        c_u[c] = u
-        reg = c_reg[c]
-        gamma_n = ti.max(ti.cast(reg[R_VHAT], real) - u[2], 0.0) / ti.cast(reg[R_RN], real)
-        c_bound[c] = ti.cast(reg[R_MU], real) * gamma_n
+        c_u[c] = c_u[c] + alpha * c_jdv[c]
+        set_bound(c, c_u, c_reg, c_bound)
 
     @ti.func
     def search_update(alpha: real, lo: real, hi: real, d0: real, d1: real, d2: real):
@@ -563,10 +597,11 @@ def newton_funcs(real):
         body_wc[w, b] = ti.cast(rvec3(v[w, p + 3], v[w, p + 4], v[w, p + 5]), float)
 
     @ti.func
-    def warm_start_bilateral(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+    def apply_bilateral(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
                              b_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
                              body_inv_inertia_W: ti.template()):
-        """v += M^-1 J^T gamma0 of bilateral row j (its impulse of the previous solve)."""
+        """v += M^-1 J^T gamma of bilateral row j, gamma = b_gamma[j] (the warm start: its impulse
+        of the previous solve; the solution's store: the solved one)."""
         ids = b_ids[j]
         for side in ti.static(range(2)):
             body = ids[ID_A] if side == 0 else ids[ID_B]
@@ -650,7 +685,9 @@ def world_funcs(real):
                    c_u: ti.template()):
         """v* to newton_vs; the first iterate v0 = v* + M^-1 J^T gamma0 (the warm start: the
         contact and bilateral impulses of the previous solve) to newton_v; the bounds
-        g0 = mu gamma0_n to c_bound and u = J v0 to c_u."""
+        g0 = mu gamma0_n to c_bound and u = J v0 to c_u. (Bounds from u0 instead, mu gamma_n(J
+        v0), would press a cold contact between rigid bodies with the bound of its whole
+        penetration speed: the iteration then stalled on a rigid box sliding on a table.)"""
         for b in range(B):
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
         for c in range(start, end):
@@ -659,7 +696,7 @@ def world_funcs(real):
                                 body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
             c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
         for j in range(jstart, jend):
-            f.warm_start_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+            f.apply_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
         for b in range(B):
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
         for c in range(start, end):  # u = J v, then kept up to date with each step
@@ -671,12 +708,12 @@ def world_funcs(real):
     def search_and_step(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
                         c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                         c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_law: ti.template(),
-                        body_reach: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                        body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
                         newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(),
                         newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()):
         """The exact line search on phi(alpha) = l(v + alpha dv; g) along the step newton_dv,
-        then v += alpha dv, u += alpha J dv and the bounds g = mu gamma_n(u). Returns (the
-        largest velocity change of a body point [m/s], the rows evaluated)."""
+        then v += alpha dv, u += alpha J dv and the bounds g = mu gamma_n(u). Returns the rows
+        evaluated."""
         evaluations = 0
         d0 = ti.cast(0.0, real)
         # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
@@ -715,29 +752,60 @@ def world_funcs(real):
                 alpha, lo, hi, done = f.search_update(alpha, lo, hi, d0, d1, d2)
                 if done:
                     break
-        change = ti.cast(0.0, real)
         for b in range(B):
-            change = ti.max(change, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))
+            f.step_body(w, 6 * newton_pos[w, b], alpha, newton_v, newton_dv)
         for c in range(start, end):
             f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
-        return change, evaluations
+        return evaluations
+
+    @ti.func
+    def residual(w: ti.i32, wm: ti.i32, B: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                 body_reach: ti.template(), newton_pos: ti.template(), newton_grad: ti.template()) -> real:
+        """The stopping test's measure of the iterate whose gradient is in newton_grad: the
+        largest newton_funcs.body_residual over the world's bodies [m/s]."""
+        out = ti.cast(0.0, real)
+        for b in range(B):
+            out = ti.max(out, f.body_residual(w, wm, b, 6 * newton_pos[w, b], newton_grad, body_inv_mass, body_inv_inertia_W,
+                                              body_reach))
+        return out
+
+    @ti.func
+    def short_step(w: ti.i32, B: ti.i32, tolerance: real, body_reach: ti.template(), newton_pos: ti.template(),
+                   newton_dv: ti.template()) -> ti.i32:
+        """1 when the float32 stopping test (module docstring) holds for the full Newton step in
+        newton_dv; always 0 in float64."""
+        short = 0
+        if ti.static(f.step_test):
+            step = ti.cast(0.0, real)
+            for b in range(B):
+                step = ti.max(step, f.body_step(w, b, 6 * newton_pos[w, b], newton_dv, body_reach))
+            short = 1 if step <= tolerance else 0
+        return short
 
     @ti.func
     def store_solution(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+                       c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                        c_reg: ti.template(), c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(),
                        b_Jb: ti.template(), b_law: ti.template(), b_gamma: ti.template(), body_vc: ti.template(),
-                       body_wc: ti.template(), body_inv_mass: ti.template(), newton_pos: ti.template(), newton_v: ti.template(),
-                       c_bound: ti.template(), c_u: ti.template()):
-        """The solution: the velocities to body_vc/body_wc and the impulses of the regularised
-        law at them to c_gamma and b_gamma."""
+                       body_wc: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                       newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
+                       c_u: ti.template()):
+        """The solution: the impulses of the regularised law at the iterate to c_gamma and
+        b_gamma, and the velocities they give, v* + M^-1 J^T gamma, to body_vc/body_wc: the
+        state's momentum changes by exactly the impulses reported (as with the projected
+        iterations), and differs from the iterate by M^-1 r, which the stopping test bounds."""
         for b in range(B):
-            f.store_velocity(w, b, 6 * newton_pos[w, b], newton_v, body_vc, body_wc)
+            f.store_velocity(w, b, 6 * newton_pos[w, b], newton_vs, body_vc, body_wc)
         for c in range(start, end):
             gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
             c_gamma[c] = ti.cast(gamma, float)
+            ids = c_ids[c]
+            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
+                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
         for j in range(jstart, jend):
             b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
                                                      newton_v), float)
+            f.apply_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
 
     return types.SimpleNamespace(**locals())
 
@@ -796,8 +864,9 @@ def newton_solver(real):
         """One thread per world. Reads the contact rows, their warm-start impulses c_gamma, the
         bilateral rows (solver.bilateral) and theirs b_gamma, and the free velocities
         body_vc/body_wc; writes the solved velocities there, the impulses of the solution to
-        c_gamma and b_gamma (row frames), and the world's iterations, last change [m/s],
-        contacts and contact evaluations (world_updates).
+        c_gamma and b_gamma (row frames), and the world's iterations (factorisations), the
+        residual of the solution [m/s] (the stopping test's), contacts and contact evaluations
+        (world_updates).
         A bilateral row's body a < 0 is the world (no velocity).
 
         The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
@@ -810,8 +879,9 @@ def newton_solver(real):
             start, end = world_start[w], world_start[w + 1]
             jstart, jend = bilateral_start[w], bilateral_start[w + 1]
             it = 0
-            change = ti.cast(0.0, real)
+            residual = ti.cast(0.0, real)
             evaluations = 0
+            short = 0
             if world_status[w] == 0:
                 wm = w % body_inv_mass.shape[0]
                 f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
@@ -819,7 +889,7 @@ def newton_solver(real):
                 wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                               b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
                               c_bound, c_u)
-                while it < iterations:
+                while True:
                     modified = 1 if it < MODIFIED_ITERATIONS else 0
                     # Gradient and Hessian: M first (identity rows for immobile bodies), then
                     # the contacts; only the blocks of the factor's pattern are touched.
@@ -872,20 +942,21 @@ def newton_solver(real):
                             f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
                         if mobile_a and mobile_b:
                             f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                    residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
+                    if residual <= tolerance or it >= iterations or short == 1:
+                        break
                     f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                        newton_row_len)
-                    change, searched = wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg,
-                                                          b_ids, b_Ja, b_Jb, b_law, body_reach, body_inv_mass, body_inv_inertia_W,
-                                                          newton_pos, newton_v, newton_vs, newton_grad, newton_dv, c_bound, c_u,
-                                                          c_jdv)
-                    evaluations += searched
+                    short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
+                    evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
+                                                      b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                                      newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
                     it += 1
-                    if change <= tolerance:
-                        break
-                wf.store_solution(w, wm, start, end, jstart, jend, B, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_law, b_gamma, body_vc,
-                                  body_wc, body_inv_mass, newton_pos, newton_v, c_bound, c_u)
+                wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
+                                  b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                  newton_vs, c_bound, c_u)
             world_iterations[w] = it
-            world_residual[w] = ti.cast(change, float)
+            world_residual[w] = ti.cast(residual, float)
             world_contacts[w] = end - start
             world_updates[w] = evaluations
 

@@ -6,16 +6,16 @@ from the same ti.funcs (newton_funcs); the lanes of a world's block share its pa
 
 - per contact (lane c mod BLOCK): u = J v, the response and its world-frame terms, J dv, the
   line search's directional terms, the step of u and of the bound; per body: the mass terms,
-  the step and its change; per block row of the factor: the Jacobi scaling; per row of the
-  blocks L[I, J] below a factored diagonal block J (independent across I); per entry of a
-  diagonal block's update.
+  the stopping test's residual and the step; per block row of the factor: the Jacobi
+  scaling; per row of the blocks L[I, J] below a factored diagonal block J (independent
+  across I); per entry of a diagonal block's update.
 - Assembly without atomics and in the world kernel's order: lanes write each contact's terms,
   the lane of a run's first contact sums the run in contact order, then the lane that owns a
   body (b mod BLOCK) adds the runs and bilateral rows that touch it, in row order, into its
   block row: the gradient and Hessian are the world kernel's to the bit.
 - Sums over lanes (the line search's phi'(alpha), phi''(alpha), grad . dv, the quadratic terms)
   by a tree of fixed shape in shared memory: deterministic, but summed in another order than
-  the world kernel's (the results agree to round-off); the largest change by the same tree
+  the world kernel's (the results agree to round-off); the largest residual by the same tree
   (max is exact).
 - Serial on lane 0, between barriers: the minimum-degree order of the bodies and the warm
   start (once per solve: both walk the whole row list; the order is a sequential elimination),
@@ -174,8 +174,9 @@ def newton_block_solver(real, spirv: bool):
             start, end = world_start[w], world_start[w + 1]
             jstart, jend = bilateral_start[w], bilateral_start[w + 1]
             it = 0
-            change = ti.cast(0.0, real)
+            residual = ti.cast(0.0, real)
             evaluations = 0
+            short = 0
             if world_status[w] == 0:  # block-uniform
                 wm = w % body_inv_mass.shape[0]
                 if lane == 0:
@@ -193,7 +194,7 @@ def newton_block_solver(real, spirv: bool):
                         apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
                                             body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
                     for j in range(jstart, jend):
-                        f.warm_start_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
+                        f.apply_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
                                                body_inv_inertia_W)
                 c = start + lane
                 while c < end:  # g0 = mu gamma0_n
@@ -211,7 +212,7 @@ def newton_block_solver(real, spirv: bool):
                     c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                          ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
                     c += BLOCK
-                while it < iterations:  # it: block-uniform
+                while True:  # it: block-uniform
                     modified = 1 if it < MODIFIED_ITERATIONS else 0
                     # Each lane: the mass terms of its bodies (zeroing their block rows), the
                     # terms of its contacts.
@@ -288,6 +289,16 @@ def newton_block_solver(real, spirv: bool):
                                         f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
                         b += BLOCK
                     barrier(newton_fence, w)
+                    # Stopping test (block-uniform: the block's maximum).
+                    part_r = ti.cast(0.0, real)
+                    b = lane
+                    while b < B:
+                        part_r = ti.max(part_r, f.body_residual(w, wm, b, 6 * newton_pos[w, b], newton_grad, body_inv_mass,
+                                                                body_inv_inertia_W, body_reach))
+                        b += BLOCK
+                    residual = block_max(red, lane, part_r, newton_fence, w)
+                    if residual <= tolerance or it >= iterations or short == 1:
+                        break
                     # Factor: Jacobi scaling, then the block columns J in order.
                     k = lane
                     while k < 6 * B:
@@ -318,6 +329,13 @@ def newton_block_solver(real, spirv: bool):
                         f.triangular_solves(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                             newton_row_len)
                     barrier(newton_fence, w)
+                    if ti.static(f.step_test):  # float32: the full step's test (solver.newton)
+                        part_s = ti.cast(0.0, real)
+                        b = lane
+                        while b < B:
+                            part_s = ti.max(part_s, f.body_step(w, b, 6 * newton_pos[w, b], newton_dv, body_reach))
+                            b += BLOCK
+                        short = 1 if block_max(red, lane, part_s, newton_fence, w) <= tolerance else 0
                     # Line search on phi(alpha) = l(v + alpha dv; g).
                     part0 = ti.cast(0.0, real)
                     k = lane
@@ -365,24 +383,23 @@ def newton_block_solver(real, spirv: bool):
                             alpha, lo, hi, done = f.search_update(alpha, lo, hi, d0, d1, d2)
                             if done:  # block-uniform: d0, d1 and d2 are block sums
                                 break
-                    # Step, bounds, stopping test.
-                    moved = ti.cast(0.0, real)
+                    # Step and bounds.
                     b = lane
                     while b < B:
-                        moved = ti.max(moved, f.step_body(w, b, 6 * newton_pos[w, b], alpha, newton_v, newton_dv, body_reach))
+                        f.step_body(w, 6 * newton_pos[w, b], alpha, newton_v, newton_dv)
                         b += BLOCK
                     c = start + lane
                     while c < end:
                         f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
                         c += BLOCK
-                    change = block_max(red, lane, moved, newton_fence, w)
+                    barrier(newton_fence, w)
                     it += 1
-                    if change <= tolerance:
-                        break
-                # The solution: velocities and the impulses of the regularised law at it.
+                # The solution (newton.world_funcs.store_solution): the impulses of the
+                # regularised law at the iterate, and the velocities v* + M^-1 J^T gamma (lane 0:
+                # bodies are shared by rows; in row order, as the world kernel).
                 b = lane
                 while b < B:
-                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_v, body_vc, body_wc)
+                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_vs, body_vc, body_wc)
                     b += BLOCK
                 c = start + lane
                 while c < end:
@@ -394,9 +411,18 @@ def newton_block_solver(real, spirv: bool):
                     b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
                                                              newton_v), float)
                     j += BLOCK
+                barrier(newton_fence, w)
+                if lane == 0:
+                    for c2 in range(start, end):
+                        ids = c_ids[c2]
+                        apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c2].transpose() @ c_gamma[c2], c_ra[c2], c_rb[c2],
+                                            body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+                    for j2 in range(jstart, jend):
+                        f.apply_bilateral(w, wm, j2, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
+                                          body_inv_inertia_W)
             if lane == 0:
                 world_iterations[w] = it
-                world_residual[w] = ti.cast(change, float)
+                world_residual[w] = ti.cast(residual, float)
                 world_contacts[w] = end - start
                 world_updates[w] = evaluations
 
