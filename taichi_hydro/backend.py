@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import gc
 import sys
 import warnings
@@ -11,7 +12,7 @@ from . import frontend
 from .errors import BackendError, LaunchBudgetError
 
 __all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
-           "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS"]
+           "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS", "WORLD_SPREAD"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
 
@@ -34,6 +35,15 @@ whose dispatch costs about 130 us per launch on a 2-core machine against about 5
 (bench.launch_cost). One thread loses no parallelism, so it only gains; one small world, where
 launches dominate the step, is its use (README, "Launch cost"). Compiled variants are cached
 apart (the loop's setting is part of the kernel's IR)."""
+
+WORLD_SPREAD = 0
+"""How far the kernels with one heavy iteration per world (the world schedule's solvers) spread
+their worlds over the cpu backend's thread pool: Taichi 1.7's pool runs an outer range-for of
+fewer than about 1024 iterations on one thread (README, "Stopping on the residual": 64 or 512
+iterations of equal work took the same time on one thread as on two, 1024 half), so such a
+kernel loops over range(worlds * k), k = max(1, WORLD_SPREAD // worlds), and works on every
+k-th index: 1024 per thread of the pool; 0 (k = 1) on one thread and on the GPU backends, whose
+launches spread any range."""
 
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
@@ -87,8 +97,9 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     if cache_dir:  # otherwise Taichi reads $TI_OFFLINE_CACHE_FILE_PATH itself
         kwargs["offline_cache_file_path"] = cache_dir
     frontend.install()
-    global SERIAL_LOOPS
+    global SERIAL_LOOPS, WORLD_SPREAD
     SERIAL_LOOPS = arch == "cpu" and cpu_threads == 1
+    WORLD_SPREAD = 1024 * (cpu_threads or os.cpu_count() or 1) if arch == "cpu" and not SERIAL_LOOPS else 0
     try:
         # ti.init prints "Starting on arch=..." on stdout: send it to stderr.
         with contextlib.redirect_stdout(sys.stderr if quiet else sys.stdout):

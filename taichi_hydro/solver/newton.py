@@ -874,90 +874,94 @@ def newton_solver(real):
         filled row graph newton_adj has an edge (and on the diagonal): the factor of a
         sparse pile costs a small part of a dense one."""
         B = body_vc.shape[1]
+        n_worlds = world_start.shape[0] - 1
+        spread = ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))  # the cpu pool's share (backend.WORLD_SPREAD)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w in range(world_start.shape[0] - 1):
-            start, end = world_start[w], world_start[w + 1]
-            jstart, jend = bilateral_start[w], bilateral_start[w + 1]
-            it = 0
-            residual = ti.cast(0.0, real)
-            evaluations = 0
-            short = 0
-            if world_status[w] == 0:
-                wm = w % body_inv_mass.shape[0]
-                f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
-                               newton_padj, newton_rows, newton_row_len)
-                wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                              b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
-                              c_bound, c_u)
-                while True:
-                    modified = 1 if it < MODIFIED_ITERATIONS else 0
-                    # Gradient and Hessian: M first (identity rows for immobile bodies), then
-                    # the contacts; only the blocks of the factor's pattern are touched.
-                    for I in range(B):
-                        f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
-                    for b in range(B):
-                        f.mass_terms(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
-                                     newton_grad, newton_H)
-                    # Rows come grouped by pair (mostly): each run of rows of one pair is summed
-                    # here and written once (the gradient exactly; the Hessian with b's arms
-                    # taken as a's plus the run's first offset, which changes only the step).
-                    pair = -1
-                    run_a, run_b, run_pa, run_pb = 0, 0, 0, 0
-                    d = rvec3(0.0)
-                    sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
-                    sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
-                    for c in range(start, end + 1):
-                        ids = c_ids[c] if c < end else ivec4(-1)
-                        if ids[ID_PAIR] != pair or c == end:
-                            if pair >= 0:
-                                f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
-                                               newton_grad)
-                                f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
-                                              newton_H)
-                            pair = ids[ID_PAIR]
+        for slot in range(n_worlds * spread):
+            if slot % spread == 0:
+                w = slot // spread
+                start, end = world_start[w], world_start[w + 1]
+                jstart, jend = bilateral_start[w], bilateral_start[w + 1]
+                it = 0
+                residual = ti.cast(0.0, real)
+                evaluations = 0
+                short = 0
+                if world_status[w] == 0:
+                    wm = w % body_inv_mass.shape[0]
+                    f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
+                                   newton_padj, newton_rows, newton_row_len)
+                    wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
+                                  b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
+                                  c_bound, c_u)
+                    while True:
+                        modified = 1 if it < MODIFIED_ITERATIONS else 0
+                        # Gradient and Hessian: M first (identity rows for immobile bodies), then
+                        # the contacts; only the blocks of the factor's pattern are touched.
+                        for I in range(B):
+                            f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
+                        for b in range(B):
+                            f.mass_terms(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
+                                         newton_grad, newton_H)
+                        # Rows come grouped by pair (mostly): each run of rows of one pair is summed
+                        # here and written once (the gradient exactly; the Hessian with b's arms
+                        # taken as a's plus the run's first offset, which changes only the step).
+                        pair = -1
+                        run_a, run_b, run_pa, run_pb = 0, 0, 0, 0
+                        d = rvec3(0.0)
+                        sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                        sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
+                        for c in range(start, end + 1):
+                            ids = c_ids[c] if c < end else ivec4(-1)
+                            if ids[ID_PAIR] != pair or c == end:
+                                if pair >= 0:
+                                    f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
+                                                   newton_grad)
+                                    f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
+                                                  newton_H)
+                                pair = ids[ID_PAIR]
+                                if c < end:
+                                    run_a, run_b = ids[ID_A], ids[ID_B]
+                                    run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
+                                    d = ti.cast(c_rb[c], real) - ti.cast(c_ra[c], real)
+                                    sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                                    sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
                             if c < end:
-                                run_a, run_b = ids[ID_A], ids[ID_B]
-                                run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
-                                d = ti.cast(c_rb[c], real) - ti.cast(c_ra[c], real)
-                                sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
-                                sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
-                        if c < end:
-                            cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
-                                                                          ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
-                                                                          ti.cast(c_rb[c], real))
+                                cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
+                                                                              ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
+                                                                              ti.cast(c_rb[c], real))
+                                evaluations += 1
+                                sum_A += cA
+                                sum_AS += cAS
+                                sum_SAS += cSAS
+                                sum_f += cf
+                                sum_ta += cta
+                                sum_tb += ctb
+                        for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
+                            pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
+                                                                                            body_inv_mass, newton_pos, newton_v)
                             evaluations += 1
-                            sum_A += cA
-                            sum_AS += cAS
-                            sum_SAS += cSAS
-                            sum_f += cf
-                            sum_ta += cta
-                            sum_tb += ctb
-                    for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
-                        pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                                        body_inv_mass, newton_pos, newton_v)
-                        evaluations += 1
-                        if mobile_a:
-                            f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
-                        if mobile_b:
-                            f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
-                        if mobile_a and mobile_b:
-                            f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
-                    residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
-                    if residual <= tolerance or it >= iterations or short == 1:
-                        break
-                    f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
-                                       newton_row_len)
-                    short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
-                    evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
-                                                      b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                                      newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                    it += 1
-                wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                                  b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                  newton_vs, c_bound, c_u)
-            world_iterations[w] = it
-            world_residual[w] = ti.cast(residual, float)
-            world_contacts[w] = end - start
-            world_updates[w] = evaluations
+                            if mobile_a:
+                                f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
+                            if mobile_b:
+                                f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
+                            if mobile_a and mobile_b:
+                                f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                        residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
+                        if residual <= tolerance or it >= iterations or short == 1:
+                            break
+                        f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
+                                           newton_row_len)
+                        short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
+                        evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
+                                                          b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                                          newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                        it += 1
+                    wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
+                                      b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                      newton_vs, c_bound, c_u)
+                world_iterations[w] = it
+                world_residual[w] = ti.cast(residual, float)
+                world_contacts[w] = end - start
+                world_updates[w] = evaluations
 
     return solve_newton

@@ -328,97 +328,101 @@ def newton_cg_solver(real):
         iterations of the solve (all its Newton iterations) to world_linear_iterations and
         counts each product's rows in world_updates."""
         B = body_vc.shape[1]
+        n_worlds = world_start.shape[0] - 1
+        spread = ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))  # the cpu pool's share (backend.WORLD_SPREAD)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w in range(world_start.shape[0] - 1):
-            start, end = world_start[w], world_start[w + 1]
-            jstart, jend = bilateral_start[w], bilateral_start[w + 1]
-            it = 0
-            linear = 0
-            residual = ti.cast(0.0, real)
-            evaluations = 0
-            short = 0
-            if world_status[w] == 0:
-                wm = w % body_inv_mass.shape[0]
-                for b in range(B):
-                    newton_pos[w, b] = b
-                # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
-                floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach)
-                wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                              b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
-                              c_bound, c_u)
-                while True:
-                    modified = 1 if it < MODIFIED_ITERATIONS else 0
-                    # Gradient, row curvatures and the preconditioner's blocks.
+        for slot in range(n_worlds * spread):
+            if slot % spread == 0:
+                w = slot // spread
+                start, end = world_start[w], world_start[w + 1]
+                jstart, jend = bilateral_start[w], bilateral_start[w + 1]
+                it = 0
+                linear = 0
+                residual = ti.cast(0.0, real)
+                evaluations = 0
+                short = 0
+                if world_status[w] == 0:
+                    wm = w % body_inv_mass.shape[0]
                     for b in range(B):
-                        g.mass_block(w, wm, b, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W, newton_grad, newton_block)
-                    for c in range(start, end):
-                        ids = c_ids[c]
-                        g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
-                                      ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), body_inv_mass,
-                                      newton_grad, newton_block, c_G)
-                    for j in range(jstart, jend):
-                        pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                                        body_inv_mass, newton_pos, newton_v)
-                        if mobile_a:
-                            g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
-                        if mobile_b:
-                            g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
-                    evaluations += end - start + jend - jstart
-                    residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
-                    if residual <= tolerance or it >= iterations or short == 1:
-                        break
-                    for b in range(B):
-                        g.factor_block(w, b, newton_block, newton_scale)
-                    # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
-                    for i in range(6 * B):
-                        newton_dv[w, i] = 0.0
-                        newton_r[w, i] = -newton_grad[w, i]
-                    for b in range(B):
-                        g.precondition(w, b, newton_block, newton_scale, newton_r, newton_q)
-                    rz = ti.cast(0.0, real)
-                    for i in range(6 * B):
-                        newton_p[w, i] = newton_q[w, i]
-                        rz += newton_r[w, i] * newton_q[w, i]
-                    k = 0
-                    while k < 6 * B and rz > 0.0:
-                        g.hessian_product(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_G, b_ids, b_Ja, b_Jb,
-                                          b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_p, newton_q)
+                        newton_pos[w, b] = b
+                    # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
+                    floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach)
+                    wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
+                                  b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
+                                  c_bound, c_u)
+                    while True:
+                        modified = 1 if it < MODIFIED_ITERATIONS else 0
+                        # Gradient, row curvatures and the preconditioner's blocks.
+                        for b in range(B):
+                            g.mass_block(w, wm, b, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W, newton_grad, newton_block)
+                        for c in range(start, end):
+                            ids = c_ids[c]
+                            g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
+                                          ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), body_inv_mass,
+                                          newton_grad, newton_block, c_G)
+                        for j in range(jstart, jend):
+                            pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
+                                                                                            body_inv_mass, newton_pos, newton_v)
+                            if mobile_a:
+                                g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
+                            if mobile_b:
+                                g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
                         evaluations += end - start + jend - jstart
-                        pq = ti.cast(0.0, real)
-                        for i in range(6 * B):
-                            pq += newton_p[w, i] * newton_q[w, i]
-                        if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                        residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
+                        if residual <= tolerance or it >= iterations or short == 1:
                             break
-                        step = rz / pq
+                        for b in range(B):
+                            g.factor_block(w, b, newton_block, newton_scale)
+                        # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
                         for i in range(6 * B):
-                            newton_dv[w, i] += step * newton_p[w, i]
-                            newton_r[w, i] -= step * newton_q[w, i]
-                        k += 1
+                            newton_dv[w, i] = 0.0
+                            newton_r[w, i] = -newton_grad[w, i]
                         for b in range(B):
                             g.precondition(w, b, newton_block, newton_scale, newton_r, newton_q)
-                        rz_next = ti.cast(0.0, real)
+                        rz = ti.cast(0.0, real)
                         for i in range(6 * B):
-                            rz_next += newton_r[w, i] * newton_q[w, i]
-                        rr, xx = g.mass_norms(w, wm, B, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W)
-                        if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
-                            break
-                        beta = rz_next / rz
-                        rz = rz_next
-                        for i in range(6 * B):
-                            newton_p[w, i] = newton_q[w, i] + beta * newton_p[w, i]
-                    linear += k
-                    short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
-                    evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
-                                                      b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                                      newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                    it += 1
-                wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                                  b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                  newton_vs, c_bound, c_u)
-            world_iterations[w] = it
-            world_linear_iterations[w] = linear
-            world_residual[w] = ti.cast(residual, float)
-            world_contacts[w] = end - start
-            world_updates[w] = evaluations
+                            newton_p[w, i] = newton_q[w, i]
+                            rz += newton_r[w, i] * newton_q[w, i]
+                        k = 0
+                        while k < 6 * B and rz > 0.0:
+                            g.hessian_product(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_G, b_ids, b_Ja, b_Jb,
+                                              b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_p, newton_q)
+                            evaluations += end - start + jend - jstart
+                            pq = ti.cast(0.0, real)
+                            for i in range(6 * B):
+                                pq += newton_p[w, i] * newton_q[w, i]
+                            if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                                break
+                            step = rz / pq
+                            for i in range(6 * B):
+                                newton_dv[w, i] += step * newton_p[w, i]
+                                newton_r[w, i] -= step * newton_q[w, i]
+                            k += 1
+                            for b in range(B):
+                                g.precondition(w, b, newton_block, newton_scale, newton_r, newton_q)
+                            rz_next = ti.cast(0.0, real)
+                            for i in range(6 * B):
+                                rz_next += newton_r[w, i] * newton_q[w, i]
+                            rr, xx = g.mass_norms(w, wm, B, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W)
+                            if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
+                                break
+                            beta = rz_next / rz
+                            rz = rz_next
+                            for i in range(6 * B):
+                                newton_p[w, i] = newton_q[w, i] + beta * newton_p[w, i]
+                        linear += k
+                        short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
+                        evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
+                                                          b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                                          newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                        it += 1
+                    wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
+                                      b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                      newton_vs, c_bound, c_u)
+                world_iterations[w] = it
+                world_linear_iterations[w] = linear
+                world_residual[w] = ti.cast(residual, float)
+                world_contacts[w] = end - start
+                world_updates[w] = evaluations
 
     return solve_newton_cg

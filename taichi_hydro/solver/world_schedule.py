@@ -67,91 +67,95 @@ def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bo
         v(x_k)). Reads and writes c_gamma and body_vc/body_wc (centre-of-mass velocities, world
         frame); writes the world's iterations, residual [m/s], contacts and contact updates."""
         B = body_vc.shape[1]
+        n_worlds = world_start.shape[0] - 1
+        spread = ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))  # the cpu pool's share (backend.WORLD_SPREAD)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for w in range(world_start.shape[0] - 1):
-            start, end = world_start[w], world_start[w + 1]
-            it = 0
-            residual = 0.0
-            updates = 0
-            if world_status[w] == 0:
-                wm = w % body_inv_mass.shape[0]
-                for c in range(start, end):  # the warm start
-                    ids = c_ids[c]
-                    apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c], body_vc,
-                                        body_wc, body_inv_mass, body_inv_inertia_W)
-                for b in range(B):
-                    body_vx[w, b] = body_vc[w, b]
-                    body_wx[w, b] = body_wc[w, b]
-                    if ti.static(sleep):
-                        body_awake[w, b] = 2
-                t_k = 1.0
-                if ti.static(accelerated):
-                    for c in range(start, end):
-                        c_prev[c] = c_gamma[c]
-                while it < iterations:
-                    restart_sum = 0.0
-                    for c in range(start, end):
+        for slot in range(n_worlds * spread):
+            if slot % spread == 0:
+                w = slot // spread
+                start, end = world_start[w], world_start[w + 1]
+                it = 0
+                residual = 0.0
+                updates = 0
+                if world_status[w] == 0:
+                    wm = w % body_inv_mass.shape[0]
+                    for c in range(start, end):  # the warm start
                         ids = c_ids[c]
-                        a, b = ids[ID_A], ids[ID_B]
+                        apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c], body_vc,
+                                            body_wc, body_inv_mass, body_inv_inertia_W)
+                    for b in range(B):
+                        body_vx[w, b] = body_vc[w, b]
+                        body_wx[w, b] = body_wc[w, b]
                         if ti.static(sleep):
-                            if body_awake[w, a] == 0 and body_awake[w, b] == 0:
-                                continue
-                        updates += 1
-                        frame = c_frame[c]
-                        ra, rb = c_ra[c], c_rb[c]
-                        vc = contact_velocity(frame, ra, rb, body_vc[w, a], body_wc[w, a], body_vc[w, b], body_wc[w, b])
-                        reg = c_reg[c]
-                        y = c_gamma[c]
-                        x_new = contact_update(y, vc, reg, omega, coulomb)
-                        if ti.static(gauss_seidel):
-                            c_gamma[c] = x_new
-                            apply_world_impulse(w, wm, a, b, frame.transpose() @ (x_new - y), ra, rb, body_vc, body_wc,
-                                                body_inv_mass, body_inv_inertia_W)
-                        else:
-                            if ti.static(accelerated):
-                                restart_sum += restart_product(y, x_new, c_prev[c], reg)
-                            c_delta[c] = x_new
-                    if ti.static(not gauss_seidel):  # velocities of x_k+1
+                            body_awake[w, b] = 2
+                    t_k = 1.0
+                    if ti.static(accelerated):
+                        for c in range(start, end):
+                            c_prev[c] = c_gamma[c]
+                    while it < iterations:
+                        restart_sum = 0.0
                         for c in range(start, end):
                             ids = c_ids[c]
-                            x_new = c_delta[c]
-                            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ (x_new - c_gamma[c]), c_ra[c],
-                                                c_rb[c], body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
-                            c_gamma[c] = x_new
-                    residual = 0.0
-                    for b in range(B):
-                        change = body_change(body_vc[w, b] - body_vx[w, b], body_wc[w, b] - body_wx[w, b], body_reach[b])
-                        residual = ti.max(residual, change)
-                        if ti.static(sleep):  # body_awake: 2 moving, 1 quiet for one sweep, 0 asleep
-                            awake = 2 if change > tolerance else ti.max(body_awake[w, b] - 1, 0)
-                            if awake > 0 or body_awake[w, b] > 0:  # the next sweep's start, or the moment it falls asleep
+                            a, b = ids[ID_A], ids[ID_B]
+                            if ti.static(sleep):
+                                if body_awake[w, a] == 0 and body_awake[w, b] == 0:
+                                    continue
+                            updates += 1
+                            frame = c_frame[c]
+                            ra, rb = c_ra[c], c_rb[c]
+                            vc = contact_velocity(frame, ra, rb, body_vc[w, a], body_wc[w, a], body_vc[w, b], body_wc[w, b])
+                            reg = c_reg[c]
+                            y = c_gamma[c]
+                            x_new = contact_update(y, vc, reg, omega, coulomb)
+                            if ti.static(gauss_seidel):
+                                c_gamma[c] = x_new
+                                apply_world_impulse(w, wm, a, b, frame.transpose() @ (x_new - y), ra, rb, body_vc, body_wc,
+                                                    body_inv_mass, body_inv_inertia_W)
+                            else:
+                                if ti.static(accelerated):
+                                    restart_sum += restart_product(y, x_new, c_prev[c], reg)
+                                c_delta[c] = x_new
+                        if ti.static(not gauss_seidel):  # velocities of x_k+1
+                            for c in range(start, end):
+                                ids = c_ids[c]
+                                x_new = c_delta[c]
+                                apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ (x_new - c_gamma[c]), c_ra[c],
+                                                    c_rb[c], body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+                                c_gamma[c] = x_new
+                        residual = 0.0
+                        for b in range(B):
+                            change = body_change(body_vc[w, b] - body_vx[w, b], body_wc[w, b] - body_wx[w, b], body_reach[b])
+                            residual = ti.max(residual, change)
+                            if ti.static(sleep):  # body_awake: 2 moving, 1 quiet for one sweep, 0 asleep
+                                awake = 2 if change > tolerance else ti.max(body_awake[w, b] - 1, 0)
+                                if awake > 0 or body_awake[w, b] > 0:  # the next sweep's start, or the moment it falls asleep
+                                    body_vx[w, b] = body_vc[w, b]
+                                    body_wx[w, b] = body_wc[w, b]
+                                body_awake[w, b] = awake
+                            elif ti.static(gauss_seidel):
                                 body_vx[w, b] = body_vc[w, b]
                                 body_wx[w, b] = body_wc[w, b]
-                            body_awake[w, b] = awake
-                        elif ti.static(gauss_seidel):
-                            body_vx[w, b] = body_vc[w, b]
-                            body_wx[w, b] = body_wc[w, b]
-                    beta_t = sweep_beta(it, residual, tolerance, iterations, t_k, restart_sum, accelerated)
-                    t_k = beta_t[1]
-                    beta = beta_t[0]
-                    if ti.static(accelerated):  # y_k+1 = x_k+1 + beta (x_k+1 - x_k), impulses and velocities
-                        for c in range(start, end):
-                            x_new = c_gamma[c]
-                            c_gamma[c] = x_new + beta * (x_new - c_prev[c])
-                            c_prev[c] = x_new
-                    if ti.static(not gauss_seidel):
-                        for b in range(B):
-                            v, om = body_vc[w, b], body_wc[w, b]
-                            body_vc[w, b] = v + beta * (v - body_vx[w, b])
-                            body_wc[w, b] = om + beta * (om - body_wx[w, b])
-                            body_vx[w, b] = v
-                            body_wx[w, b] = om
-                    it += 1
-                    if residual <= tolerance:
-                        break
-            world_iterations[w] = it
-            world_residual[w] = residual
-            world_contacts[w] = end - start
-            world_updates[w] = updates
+                        beta_t = sweep_beta(it, residual, tolerance, iterations, t_k, restart_sum, accelerated)
+                        t_k = beta_t[1]
+                        beta = beta_t[0]
+                        if ti.static(accelerated):  # y_k+1 = x_k+1 + beta (x_k+1 - x_k), impulses and velocities
+                            for c in range(start, end):
+                                x_new = c_gamma[c]
+                                c_gamma[c] = x_new + beta * (x_new - c_prev[c])
+                                c_prev[c] = x_new
+                        if ti.static(not gauss_seidel):
+                            for b in range(B):
+                                v, om = body_vc[w, b], body_wc[w, b]
+                                body_vc[w, b] = v + beta * (v - body_vx[w, b])
+                                body_wc[w, b] = om + beta * (om - body_wx[w, b])
+                                body_vx[w, b] = v
+                                body_wx[w, b] = om
+                        it += 1
+                        if residual <= tolerance:
+                            break
+                world_iterations[w] = it
+                world_residual[w] = residual
+                world_contacts[w] = end - start
+                world_updates[w] = updates
 
     return solve_world
