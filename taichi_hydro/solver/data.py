@@ -93,8 +93,10 @@ class SolverData:
     c_u (J v) and c_jdv (J dv), sized by resize(). The block schedule (solver.newton_block)
     adds per contact row its world-frame terms (a run's totals at the run's first row):
     c_f [N s], c_ta, c_tb [N m s] (impulse on b and its moments about a's and b's centres of
-    mass), c_A, c_AS, c_SAS (F^T G F [1/(kg s) units of G], A [r_a], [r_a] A [r_a]); and
-    newton_fence (W,) i32, the SPIR-V barriers' atomic (always 0)."""
+    mass), c_A, c_AS, c_SAS (F^T G F [1/(kg s) units of G], A [r_a], [r_a] A [r_a]); the
+    first rows of the runs of rows, by body, c_body_runs (2 rows,) i32, and where each body's
+    list ends, newton_run_end (W, B) i32 (solver.newton_block.list_runs); and newton_fence
+    (W,) i32, the SPIR-V barriers' atomic (always 0)."""
 
     def __init__(self, options: SolverOptions, worlds: int, bodies: int, rows: int, source: str = "<scene>"):
         W, B = worlds, bodies
@@ -132,6 +134,7 @@ class SolverData:
         if self.block:
             self.newton_fence = ti.ndarray(ti.i32, W)
             self.newton_fence.fill(0)
+            self.newton_run_end = ti.ndarray(ti.i32, (W, B))
         self.resize(rows)
 
     def resize(self, rows: int) -> None:
@@ -148,6 +151,7 @@ class SolverData:
                 setattr(self, name, ti.ndarray(ti.types.vector(3, self.real), rows))
             for name in ("c_A", "c_AS", "c_SAS"):
                 setattr(self, name, ti.ndarray(ti.types.matrix(3, 3, self.real), rows))
+            self.c_body_runs = ti.ndarray(ti.i32, 2 * rows)
         self.rows = rows
 
     def arrays(self) -> dict:

@@ -597,21 +597,39 @@ def newton_funcs(real):
         body_wc[w, b] = ti.cast(rvec3(v[w, p + 3], v[w, p + 4], v[w, p + 5]), float)
 
     @ti.func
-    def apply_bilateral(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
-                             b_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
-                             body_inv_inertia_W: ti.template()):
-        """v += M^-1 J^T gamma of bilateral row j, gamma = b_gamma[j] (the warm start: its impulse
-        of the previous solve; the solution's store: the solved one)."""
+    def apply_bilateral_side(w: ti.i32, wm: ti.i32, j: ti.i32, side: ti.template(), b_ids: ti.template(), b_Ja: ti.template(),
+                             b_Jb: ti.template(), b_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(),
+                             body_inv_mass: ti.template(), body_inv_inertia_W: ti.template()):
+        """v += M^-1 J^T gamma of side `side` (0: body a, 1: body b) of bilateral row j, gamma =
+        b_gamma[j]; nothing for the world (body < 0) or an immobile body."""
         ids = b_ids[j]
-        for side in ti.static(range(2)):
-            body = ids[ID_A] if side == 0 else ids[ID_B]
-            jac = b_Ja[j] if side == 0 else b_Jb[j]
-            if body >= 0 and body_inv_mass[wm, ti.max(body, 0)] > 0.0:
-                g = b_gamma[j]
-                lin = vec3(jac[0], jac[1], jac[2]) * g
-                ang = vec3(jac[3], jac[4], jac[5]) * g
-                body_vc[w, body] = body_vc[w, body] + body_inv_mass[wm, body] * lin
-                body_wc[w, body] = body_wc[w, body] + body_inv_inertia_W[w, body] @ ang
+        body = ids[ID_A] if ti.static(side == 0) else ids[ID_B]
+        jac = b_Ja[j] if ti.static(side == 0) else b_Jb[j]
+        if body >= 0 and body_inv_mass[wm, ti.max(body, 0)] > 0.0:
+            g = b_gamma[j]
+            lin = vec3(jac[0], jac[1], jac[2]) * g
+            ang = vec3(jac[3], jac[4], jac[5]) * g
+            body_vc[w, body] = body_vc[w, body] + body_inv_mass[wm, body] * lin
+            body_wc[w, body] = body_wc[w, body] + body_inv_inertia_W[w, body] @ ang
+
+    @ti.func
+    def apply_impulses(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, c_ids: ti.template(),
+                       c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_gamma: ti.template(),
+                       b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
+                       body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
+                       body_inv_inertia_W: ti.template()):
+        """v += M^-1 J^T gamma over the world's contact rows [start, end) (impulses c_gamma,
+        contact frame), then its bilateral rows [jstart, jend) (b_gamma), in row order: the warm
+        start (the previous solve's impulses on v*) and the solution's store (the solved ones).
+        One thread does every row: bodies are shared by rows."""
+        for c in range(start, end):
+            ids = c_ids[c]
+            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
+                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+        for j in range(jstart, jend):
+            for side in ti.static(range(2)):
+                apply_bilateral_side(w, wm, j, side, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
+                                     body_inv_inertia_W)
 
     @ti.func
     def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
@@ -690,13 +708,10 @@ def world_funcs(real):
         penetration speed: the iteration then stalled on a rigid box sliding on a table.)"""
         for b in range(B):
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
+        f.apply_impulses(w, wm, start, end, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc,
+                         body_wc, body_inv_mass, body_inv_inertia_W)
         for c in range(start, end):
-            ids = c_ids[c]
-            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
-                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
             c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
-        for j in range(jstart, jend):
-            f.apply_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
         for b in range(B):
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
         for c in range(start, end):  # u = J v, then kept up to date with each step
@@ -799,13 +814,11 @@ def world_funcs(real):
         for c in range(start, end):
             gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
             c_gamma[c] = ti.cast(gamma, float)
-            ids = c_ids[c]
-            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
-                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
         for j in range(jstart, jend):
             b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
                                                      newton_v), float)
-            f.apply_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+        f.apply_impulses(w, wm, start, end, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc,
+                         body_wc, body_inv_mass, body_inv_inertia_W)
 
     return types.SimpleNamespace(**locals())
 

@@ -12,13 +12,17 @@ from the same ti.funcs (newton_funcs); the lanes of a world's block share its pa
 - Assembly without atomics and in the world kernel's order: lanes write each contact's terms,
   the lane of a run's first contact sums the run in contact order, then the lane that owns a
   body (b mod BLOCK) adds the runs and bilateral rows that touch it, in row order, into its
-  block row: the gradient and Hessian are the world kernel's to the bit.
+  block row: the gradient and Hessian are the world kernel's to the bit. The runs that touch
+  a body come from a list by body made once per solve (list_runs), so that lane reads its
+  body's runs, not every row of the world. The warm start and the solution's store apply the
+  impulses the same way, each body on its own lane (apply_body_impulses).
 - Sums over lanes (the line search's phi'(alpha), phi''(alpha), grad . dv, the quadratic terms)
   by a tree of fixed shape in shared memory: deterministic, but summed in another order than
   the world kernel's (the results agree to round-off); the largest residual by the same tree
   (max is exact).
-- Serial on lane 0, between barriers: the minimum-degree order of the bodies and the warm
-  start (once per solve: both walk the whole row list; the order is a sequential elimination),
+- Serial on lane 0, between barriers: the minimum-degree order of the bodies and the list of
+  runs by body (once per solve: both walk the whole row list; the order is a sequential
+  elimination),
   each 6x6 diagonal factor (21 entries, a dependent chain) and the two block triangular solves
   (each block row waits on the previous ones; their work is a sixth of the factor's).
 
@@ -41,7 +45,6 @@ import functools
 import taichi as ti
 
 from ..types import ID_A, ID_B, ID_PAIR, R_MU, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
-from .cone import apply_world_impulse
 from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, MODIFIED_ITERATIONS, newton_funcs
 
 __all__ = ["BLOCK", "newton_block_solver"]
@@ -110,6 +113,74 @@ def newton_block_solver(real, spirv: bool):
             first = 1
         return first
 
+    @ti.func
+    def list_runs(w: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_ids: ti.template(), newton_run_end: ti.template(),
+                  c_body_runs: ti.template()):
+        """The first rows of the world's runs (run_start), listed by body in row order: body b's
+        are c_body_runs[k] for k in [newton_run_end[w, b - 1], newton_run_end[w, b]) (from 2
+        start for b = 0). A run has two bodies, so the world's list fits in [2 start, 2 end).
+        With it, the lane that owns a body reads the runs that touch it, not every row."""
+        for b in range(B):
+            newton_run_end[w, b] = 0
+        for c in range(start, end):
+            if run_start(c, start, c_ids) == 1:
+                ids = c_ids[c]
+                newton_run_end[w, ids[ID_A]] += 1
+                newton_run_end[w, ids[ID_B]] += 1
+        first = 2 * start
+        for b in range(B):  # each body's first slot, then its end once filled
+            n = newton_run_end[w, b]
+            newton_run_end[w, b] = first
+            first += n
+        for c in range(start, end):
+            if run_start(c, start, c_ids) == 1:
+                ids = c_ids[c]
+                for side in ti.static(range(2)):
+                    body = ids[ID_A] if ti.static(side == 0) else ids[ID_B]
+                    c_body_runs[newton_run_end[w, body]] = c
+                    newton_run_end[w, body] += 1
+
+    @ti.func
+    def runs_begin(w: ti.i32, b: ti.i32, start: ti.i32, newton_run_end: ti.template()) -> ti.i32:
+        """Where body b's runs begin in c_body_runs (list_runs)."""
+        begin = 2 * start
+        if b > 0:
+            begin = newton_run_end[w, b - 1]
+        return begin
+
+    @ti.func
+    def apply_body_impulses(w: ti.i32, wm: ti.i32, b: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32,
+                            newton_run_end: ti.template(), c_body_runs: ti.template(), c_ids: ti.template(),
+                            c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_gamma: ti.template(),
+                            b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
+                            body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
+                            body_inv_inertia_W: ti.template()):
+        """Body b's part of newton_funcs.apply_impulses (v += M^-1 J^T gamma), on the lane that
+        owns it: the contact rows of its runs, then the bilateral rows that touch it, in row
+        order, so the body sees the same sums as there."""
+        if body_inv_mass[wm, b] > 0.0:
+            for k in range(runs_begin(w, b, start, newton_run_end), newton_run_end[w, b]):
+                c = c_body_runs[k]
+                pair = c_ids[c][ID_PAIR]
+                while c < end:
+                    ids = c_ids[c]
+                    if ids[ID_PAIR] != pair:
+                        break
+                    impulse = c_frame[c].transpose() @ c_gamma[c]
+                    if ids[ID_A] == b:
+                        body_vc[w, b] = body_vc[w, b] - body_inv_mass[wm, b] * impulse
+                        body_wc[w, b] = body_wc[w, b] - body_inv_inertia_W[w, b] @ c_ra[c].cross(impulse)
+                    else:
+                        body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * impulse
+                        body_wc[w, b] = body_wc[w, b] + body_inv_inertia_W[w, b] @ c_rb[c].cross(impulse)
+                    c += 1
+            for j in range(jstart, jend):
+                ids = b_ids[j]
+                for side in ti.static(range(2)):
+                    if (ids[ID_A] if ti.static(side == 0) else ids[ID_B]) == b:
+                        f.apply_bilateral_side(w, wm, j, side, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
+                                               body_inv_inertia_W)
+
     @ti.kernel
     def solve_newton_block(
         world_start: nd(dtype=ti.i32, ndim=1),
@@ -143,6 +214,7 @@ def newton_block_solver(real, spirv: bool):
         newton_padj: nd(dtype=ti.i32, ndim=3),
         newton_rows: nd(dtype=ti.i32, ndim=3),
         newton_row_len: nd(dtype=ti.i32, ndim=2),
+        newton_run_end: nd(dtype=ti.i32, ndim=2),
         newton_fence: nd(dtype=ti.i32, ndim=1),
         c_bound: nd(dtype=real, ndim=1),
         c_u: nd(dtype=rvec3, ndim=1),
@@ -153,6 +225,7 @@ def newton_block_solver(real, spirv: bool):
         c_A: nd(dtype=rmat3, ndim=1),
         c_AS: nd(dtype=rmat3, ndim=1),
         c_SAS: nd(dtype=rmat3, ndim=1),
+        c_body_runs: nd(dtype=ti.i32, ndim=1),
         world_iterations: nd(dtype=ti.i32, ndim=1),
         world_residual: nd(dtype=float, ndim=1),
         world_contacts: nd(dtype=ti.i32, ndim=1),
@@ -182,29 +255,20 @@ def newton_block_solver(real, spirv: bool):
                 if lane == 0:
                     f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos,
                                    newton_deg, newton_padj, newton_rows, newton_row_len)
+                    list_runs(w, start, end, B, c_ids, newton_run_end, c_body_runs)
                 barrier(newton_fence, w)
                 b = lane
-                while b < B:
-                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
+                while b < B:  # v* to newton_vs, v0 = v* + M^-1 J^T gamma0 (the warm start) to newton_v
+                    p6 = 6 * newton_pos[w, b]
+                    f.load_velocity(w, b, p6, body_vc, body_wc, newton_vs)
+                    apply_body_impulses(w, wm, b, start, end, jstart, jend, newton_run_end, c_body_runs, c_ids, c_frame, c_ra, c_rb,
+                                        c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+                    f.load_velocity(w, b, p6, body_vc, body_wc, newton_v)
                     b += BLOCK
-                barrier(newton_fence, w)
-                if lane == 0:  # v0 = v* + M^-1 J^T gamma0 (the warm start): bodies are shared by rows
-                    for c in range(start, end):
-                        ids = c_ids[c]
-                        apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
-                                            body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
-                    for j in range(jstart, jend):
-                        f.apply_bilateral(w, wm, j, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
-                                               body_inv_inertia_W)
                 c = start + lane
                 while c < end:  # g0 = mu gamma0_n
                     c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
                     c += BLOCK
-                barrier(newton_fence, w)
-                b = lane
-                while b < B:
-                    f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
-                    b += BLOCK
                 barrier(newton_fence, w)
                 c = start + lane
                 while c < end:  # u = J v, then kept up to date with each step
@@ -261,21 +325,21 @@ def newton_block_solver(real, spirv: bool):
                     while b < B:
                         if body_inv_mass[wm, b] > 0.0:
                             pb_own = newton_pos[w, b]
-                            for cr in range(start, end):
+                            for k in range(runs_begin(w, b, start, newton_run_end), newton_run_end[w, b]):
+                                cr = c_body_runs[k]
                                 ids = c_ids[cr]
                                 a, bb = ids[ID_A], ids[ID_B]
-                                if (a == b or bb == b) and run_start(cr, start, c_ids) == 1:
-                                    pa, pb = newton_pos[w, a], newton_pos[w, bb]
-                                    d = ti.cast(c_rb[cr], real) - ti.cast(c_ra[cr], real)
-                                    if a == b:
-                                        f.add_gradient_side(w, pa, c_f[cr], c_ta[cr], 1.0, newton_grad)
-                                        f.hessian_a(w, pa, c_A[cr], c_AS[cr], c_SAS[cr], newton_H)
-                                    else:
-                                        f.add_gradient_side(w, pb, c_f[cr], c_tb[cr], -1.0, newton_grad)
-                                        f.hessian_b(w, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
-                                    other = bb if a == b else a
-                                    if body_inv_mass[wm, other] > 0.0 and newton_pos[w, other] < pb_own:
-                                        f.hessian_ab(w, pa, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
+                                pa, pb = newton_pos[w, a], newton_pos[w, bb]
+                                d = ti.cast(c_rb[cr], real) - ti.cast(c_ra[cr], real)
+                                if a == b:
+                                    f.add_gradient_side(w, pa, c_f[cr], c_ta[cr], 1.0, newton_grad)
+                                    f.hessian_a(w, pa, c_A[cr], c_AS[cr], c_SAS[cr], newton_H)
+                                else:
+                                    f.add_gradient_side(w, pb, c_f[cr], c_tb[cr], -1.0, newton_grad)
+                                    f.hessian_b(w, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
+                                other = bb if a == b else a
+                                if body_inv_mass[wm, other] > 0.0 and newton_pos[w, other] < pb_own:
+                                    f.hessian_ab(w, pa, pb, c_A[cr], c_AS[cr], c_SAS[cr], d, newton_H)
                             for jr in range(jstart, jend):
                                 ids = b_ids[jr]
                                 if ids[ID_A] == b or ids[ID_B] == b:
@@ -395,12 +459,8 @@ def newton_block_solver(real, spirv: bool):
                     barrier(newton_fence, w)
                     it += 1
                 # The solution (newton.world_funcs.store_solution): the impulses of the
-                # regularised law at the iterate, and the velocities v* + M^-1 J^T gamma (lane 0:
-                # bodies are shared by rows; in row order, as the world kernel).
-                b = lane
-                while b < B:
-                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_vs, body_vc, body_wc)
-                    b += BLOCK
+                # regularised law at the iterate, then the velocities v* + M^-1 J^T gamma (each
+                # body on its lane, in row order, as the world kernel).
                 c = start + lane
                 while c < end:
                     gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
@@ -412,14 +472,12 @@ def newton_block_solver(real, spirv: bool):
                                                              newton_v), float)
                     j += BLOCK
                 barrier(newton_fence, w)
-                if lane == 0:
-                    for c2 in range(start, end):
-                        ids = c_ids[c2]
-                        apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c2].transpose() @ c_gamma[c2], c_ra[c2], c_rb[c2],
-                                            body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
-                    for j2 in range(jstart, jend):
-                        f.apply_bilateral(w, wm, j2, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
-                                          body_inv_inertia_W)
+                b = lane
+                while b < B:
+                    f.store_velocity(w, b, 6 * newton_pos[w, b], newton_vs, body_vc, body_wc)
+                    apply_body_impulses(w, wm, b, start, end, jstart, jend, newton_run_end, c_body_runs, c_ids, c_frame, c_ra, c_rb,
+                                        c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+                    b += BLOCK
             if lane == 0:
                 world_iterations[w] = it
                 world_residual[w] = ti.cast(residual, float)
