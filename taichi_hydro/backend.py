@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import gc
+import os
 import sys
 import warnings
 
@@ -41,7 +41,7 @@ WORLD_SPREAD = 0
 their worlds over the cpu backend's thread pool: Taichi 1.7's pool runs an outer range-for of
 fewer than about 1024 iterations on one thread (README, "Stopping on the residual": 64 or 512
 iterations of equal work took the same time on one thread as on two, 1024 half), so such a
-kernel loops over range(worlds * k), k = max(1, WORLD_SPREAD // worlds), and works on every
+kernel loops over range(worlds * k), k = max(1, WORLD_SPREAD // worlds) (solver.world_schedule.world_spread), and works on every
 k-th index: 1024 per thread of the pool; 0 (k = 1) on one thread and on the GPU backends, whose
 launches spread any range."""
 

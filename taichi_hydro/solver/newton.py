@@ -55,6 +55,7 @@ from .. import backend
 from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3,
                      vec4, vec6)
 from .cone import apply_world_impulse, body_change
+from .world_schedule import world_spread
 
 __all__ = ["newton_funcs", "world_funcs", "newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
@@ -888,7 +889,7 @@ def newton_solver(real):
         sparse pile costs a small part of a dense one."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
-        spread = ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))  # the cpu pool's share (backend.WORLD_SPREAD)
+        spread = world_spread(n_worlds)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for slot in range(n_worlds * spread):
             if slot % spread == 0:

@@ -53,6 +53,7 @@ from .. import backend
 
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
 from .newton import MODIFIED_ITERATIONS, newton_funcs, world_funcs
+from .world_schedule import world_spread
 
 __all__ = ["cg_funcs", "newton_cg_solver", "CG_RTOL", "CG_ATOL"]
 
@@ -329,7 +330,7 @@ def newton_cg_solver(real):
         counts each product's rows in world_updates."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
-        spread = ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))  # the cpu pool's share (backend.WORLD_SPREAD)
+        spread = world_spread(n_worlds)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for slot in range(n_worlds * spread):
             if slot % spread == 0:

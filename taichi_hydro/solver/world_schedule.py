@@ -21,7 +21,15 @@ from .. import backend
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity, restart_product, sweep_beta
 
-__all__ = ["world_solver"]
+__all__ = ["world_solver", "world_spread"]
+
+
+@ti.func
+def world_spread(n_worlds: ti.i32) -> ti.i32:
+    """k of the world schedule's loop over range(n_worlds * k), whose every k-th index works on
+    one world: max(1, backend.WORLD_SPREAD // n_worlds), which spreads the worlds over Taichi's
+    cpu pool (see there); 1 on one thread and on the GPU backends."""
+    return ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,7 +76,7 @@ def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bo
         frame); writes the world's iterations, residual [m/s], contacts and contact updates."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
-        spread = ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))  # the cpu pool's share (backend.WORLD_SPREAD)
+        spread = world_spread(n_worlds)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for slot in range(n_worlds * spread):
             if slot % spread == 0:
