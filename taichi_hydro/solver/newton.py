@@ -77,6 +77,7 @@ def newton_funcs(real):
     rvec3 = ti.types.vector(3, real)
     rvec6 = ti.types.vector(6, real)
     rmat3 = ti.types.matrix(3, 3, real)
+    rmat6 = ti.types.matrix(6, 6, real)
     tiny = 1e-300 if real == ti.f64 else 1e-30  # a floor for the Cholesky pivots
     step_test = real != ti.f64  # float32: also stop on a short full step (the module's stopping rule)
 
@@ -292,26 +293,36 @@ def newton_funcs(real):
     @ti.func
     def scale_block_row(w: ti.i32, I: ti.i32, H: ti.template(), scale: ti.template(), rows: ti.template(),
                         row_len: ti.template()):
-        """Jacobi scaling D H D of the pattern blocks of block row I (scale = D, diagonal)."""
+        """Jacobi scaling D H D of the pattern blocks of block row I (scale = D, diagonal), each
+        block and its scales loaded once (load_block)."""
+        si = load_segment(scale, w, I)
         for n in range(row_len[w, I] + 1):
             K = I if n == row_len[w, I] else rows[w, I, n]
-            for r, c in ti.ndrange(6, 6):
-                H[w, 6 * I + r, 6 * K + c] *= scale[w, 6 * I + r] * scale[w, 6 * K + c]
+            sk = load_segment(scale, w, K)
+            X = load_block(H, w, I, K)
+            for r in ti.static(range(6)):
+                for c in ti.static(range(6)):
+                    H[w, 6 * I + r, 6 * K + c] = X[r, c] * (si[r] * sk[c])
 
     @ti.func
     def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
-        """The dense Cholesky factor of the (updated) diagonal block J, in place."""
-        for j in range(6 * J, 6 * J + 6):
-            d = H[w, j, j]
-            for k in range(6 * J, j):
-                d -= H[w, j, k] * H[w, j, k]
+        """The dense Cholesky factor of the (updated) diagonal block J, in place (its lower
+        triangle), computed on the block loaded once (load_block)."""
+        L = load_block(H, w, J, J)
+        for j in ti.static(range(6)):
+            d = L[j, j]
+            for k in ti.static(range(j)):
+                d -= L[j, k] * L[j, k]
             d = ti.sqrt(ti.max(d, tiny))
-            H[w, j, j] = d
-            for i in range(j + 1, 6 * J + 6):
-                x = H[w, i, j]
-                for k in range(6 * J, j):
-                    x -= H[w, i, k] * H[w, j, k]
-                H[w, i, j] = x / d
+            L[j, j] = d
+            for i in ti.static(range(j + 1, 6)):
+                x = L[i, j]
+                for k in ti.static(range(j)):
+                    x -= L[i, k] * L[j, k]
+                L[i, j] = x / d
+        for r in ti.static(range(6)):
+            for c in ti.static(range(r + 1)):
+                H[w, 6 * J + r, 6 * J + c] = L[r, c]
 
     @ti.func
     def solve_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template()):
@@ -322,6 +333,22 @@ def newton_funcs(real):
             for k in range(6 * J, j):
                 x -= H[w, 6 * I + r, k] * H[w, j, k]
             H[w, 6 * I + r, j] = x / H[w, j, j]
+
+    @ti.func
+    def solve_block(w: ti.i32, I: ti.i32, J: ti.i32, H: ti.template()):
+        """The factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S, all six
+        rows as solve_row solves each, on both blocks loaded once (load_block)."""
+        L = load_block(H, w, J, J)
+        X = load_block(H, w, I, J)
+        for r in ti.static(range(6)):
+            for jj in ti.static(range(6)):
+                x = X[r, jj]
+                for k in ti.static(range(jj)):
+                    x -= X[r, k] * L[jj, k]
+                X[r, jj] = x / L[jj, jj]
+        for r in ti.static(range(6)):
+            for c in ti.static(range(6)):
+                H[w, 6 * I + r, 6 * J + c] = X[r, c]
 
     @ti.func
     def factor_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template(), padj: ti.template(), rows: ti.template(),
@@ -339,40 +366,73 @@ def newton_funcs(real):
     @ti.func
     def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
                           padj: ti.template(), rows: ti.template(), row_len: ti.template()):
-        """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks)."""
+        """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks),
+        each block row's six unknowns kept in a local vector until they are solved, and each
+        block of L loaded once (load_block)."""
         for I in range(B):  # forward: L y = -D grad
-            for r in range(6):
-                dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
+            y = rvec6([-scale[w, 6 * I + r] * grad[w, 6 * I + r] for r in ti.static(range(6))])
             for n in range(row_len[w, I]):
                 K = rows[w, I, n]
-                for r in range(6):
-                    x = ti.cast(0.0, real)
-                    for k in ti.static(range(6)):
-                        x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
-                    dv[w, 6 * I + r] -= x
-            for r in range(6):
-                i = 6 * I + r
-                x = dv[w, i]
-                for k in range(6 * I, i):
-                    x -= H[w, i, k] * dv[w, k]
-                dv[w, i] = x / H[w, i, i]
+                L = load_block(H, w, I, K)
+                z = load_segment(dv, w, K)
+                y = rvec6([y[r] - (L[r, 0] * z[0] + L[r, 1] * z[1] + L[r, 2] * z[2] + L[r, 3] * z[3] + L[r, 4] * z[4]
+                                   + L[r, 5] * z[5]) for r in ti.static(range(6))])
+            D = load_block(H, w, I, I)
+            for r in ti.static(range(6)):
+                x = y[r]
+                for k in ti.static(range(r)):
+                    x -= D[r, k] * y[k]
+                y[r] = x / D[r, r]
+            for r in ti.static(range(6)):
+                dv[w, 6 * I + r] = y[r]
         for II in range(B):  # backward: L^T x = y, dv = D x
             I = B - 1 - II
+            y = load_segment(dv, w, I)
             for K in range(I + 1, B):
                 if padj[w, K, I] == 1:
-                    for r in range(6):
-                        x = ti.cast(0.0, real)
-                        for k in ti.static(range(6)):
-                            x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
-                        dv[w, 6 * I + r] -= x
-            for rr in range(6):
-                i = 6 * I + 5 - rr
-                x = dv[w, i]
-                for k in range(i + 1, 6 * I + 6):
-                    x -= H[w, k, i] * dv[w, k]
-                dv[w, i] = x / H[w, i, i]
+                    L = load_block(H, w, K, I)
+                    z = load_segment(dv, w, K)
+                    y = rvec6([y[r] - (L[0, r] * z[0] + L[1, r] * z[1] + L[2, r] * z[2] + L[3, r] * z[3] + L[4, r] * z[4]
+                                       + L[5, r] * z[5]) for r in ti.static(range(6))])
+            D = load_block(H, w, I, I)
+            for rr in ti.static(range(6)):
+                i = ti.static(5 - rr)
+                x = y[i]
+                for k in ti.static(range(i + 1, 6)):
+                    x -= D[k, i] * y[k]
+                y[i] = x / D[i, i]
+            for r in ti.static(range(6)):
+                dv[w, 6 * I + r] = y[r]
         for i in range(6 * B):
             dv[w, i] *= scale[w, i]
+
+    @ti.func
+    def load_block(H: ti.template(), w: ti.i32, I: ti.i32, K: ti.i32) -> rmat6:
+        """The 6x6 block H[I, K] (block positions) as a local matrix: its 36 loads issued
+        together. (On cpu every store to an ndarray makes LLVM reload the array's pointer and
+        shape before the next access, as it cannot tell them apart from the stored data: a
+        load between two stores costs several.) Static loops over a block's entries are
+        nested: one of 36 iterations would pass Taichi's unrolling_limit (32) and warn."""
+        return rmat6([[H[w, 6 * I + r, 6 * K + k] for k in ti.static(range(6))] for r in ti.static(range(6))])
+
+    @ti.func
+    def load_segment(x: ti.template(), w: ti.i32, I: ti.i32) -> rvec6:
+        """The six entries x[w, 6 I:6 I + 6] of block position I as a local vector."""
+        return rvec6([x[w, 6 * I + k] for k in ti.static(range(6))])
+
+    @ti.func
+    def update_block(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32, diagonal: ti.template()):
+        """H[I, J] -= L[I, K] L[J, K]^T, each entry as update_entry sums it, from both blocks
+        loaded once (update_entry reloads a row of each per entry). A diagonal block (I = J)
+        gets its lower triangle only: the factorisation reads no other part of it."""
+        a = load_block(H, w, I, K)
+        b = a
+        if ti.static(not diagonal):
+            b = load_block(H, w, J, K)
+        for r in ti.static(range(6)):
+            for c in ti.static(range(r + 1 if diagonal else 6)):
+                H[w, 6 * I + r, 6 * J + c] -= (a[r, 0] * b[c, 0] + a[r, 1] * b[c, 1] + a[r, 2] * b[c, 2] + a[r, 3] * b[c, 3]
+                                               + a[r, 4] * b[c, 4] + a[r, 5] * b[c, 5])
 
     @ti.func
     def factor_and_solve(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
@@ -386,19 +446,15 @@ def newton_funcs(real):
             scale_block_row(w, I, H, scale, rows, row_len)
         for J in range(B):
             for n in range(row_len[w, J]):
-                K = rows[w, J, n]
-                for r, c in ti.ndrange(6, 6):
-                    update_entry(H, w, J, J, K, r, c)
+                update_block(H, w, J, J, rows[w, J, n], True)
             factor_diagonal(w, J, H)
             for I in range(J + 1, B):  # factor_row's arithmetic, all six rows' updates first
                 if padj[w, I, J] == 1:
                     for n in range(row_len[w, I]):
                         K = rows[w, I, n]
                         if K < J and padj[w, J, K] == 1:
-                            for r, c in ti.ndrange(6, 6):
-                                update_entry(H, w, I, J, K, r, c)
-                    for r in range(6):
-                        solve_row(w, I, J, r, H)
+                            update_block(H, w, I, J, K, False)
+                    solve_block(w, I, J, H)
         triangular_solves(w, B, H, grad, dv, scale, padj, rows, row_len)
 
     @ti.func
