@@ -293,36 +293,26 @@ def newton_funcs(real):
     @ti.func
     def scale_block_row(w: ti.i32, I: ti.i32, H: ti.template(), scale: ti.template(), rows: ti.template(),
                         row_len: ti.template()):
-        """Jacobi scaling D H D of the pattern blocks of block row I (scale = D, diagonal), each
-        block and its scales loaded once (load_block)."""
-        si = load_segment(scale, w, I)
+        """Jacobi scaling D H D of the pattern blocks of block row I (scale = D, diagonal)."""
         for n in range(row_len[w, I] + 1):
             K = I if n == row_len[w, I] else rows[w, I, n]
-            sk = load_segment(scale, w, K)
-            X = load_block(H, w, I, K)
-            for r in ti.static(range(6)):
-                for c in ti.static(range(6)):
-                    H[w, 6 * I + r, 6 * K + c] = X[r, c] * (si[r] * sk[c])
+            for r, c in ti.ndrange(6, 6):
+                H[w, 6 * I + r, 6 * K + c] *= scale[w, 6 * I + r] * scale[w, 6 * K + c]
 
     @ti.func
     def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
-        """The dense Cholesky factor of the (updated) diagonal block J, in place (its lower
-        triangle), computed on the block loaded once (load_block)."""
-        L = load_block(H, w, J, J)
-        for j in ti.static(range(6)):
-            d = L[j, j]
-            for k in ti.static(range(j)):
-                d -= L[j, k] * L[j, k]
+        """The dense Cholesky factor of the (updated) diagonal block J, in place."""
+        for j in range(6 * J, 6 * J + 6):
+            d = H[w, j, j]
+            for k in range(6 * J, j):
+                d -= H[w, j, k] * H[w, j, k]
             d = ti.sqrt(ti.max(d, tiny))
-            L[j, j] = d
-            for i in ti.static(range(j + 1, 6)):
-                x = L[i, j]
-                for k in ti.static(range(j)):
-                    x -= L[i, k] * L[j, k]
-                L[i, j] = x / d
-        for r in ti.static(range(6)):
-            for c in ti.static(range(r + 1)):
-                H[w, 6 * J + r, 6 * J + c] = L[r, c]
+            H[w, j, j] = d
+            for i in range(j + 1, 6 * J + 6):
+                x = H[w, i, j]
+                for k in range(6 * J, j):
+                    x -= H[w, i, k] * H[w, j, k]
+                H[w, i, j] = x / d
 
     @ti.func
     def solve_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template()):
@@ -366,43 +356,38 @@ def newton_funcs(real):
     @ti.func
     def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
                           padj: ti.template(), rows: ti.template(), row_len: ti.template()):
-        """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks),
-        each block row's six unknowns kept in a local vector until they are solved, and each
-        block of L loaded once (load_block)."""
+        """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks)."""
         for I in range(B):  # forward: L y = -D grad
-            y = rvec6([-scale[w, 6 * I + r] * grad[w, 6 * I + r] for r in ti.static(range(6))])
+            for r in range(6):
+                dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
             for n in range(row_len[w, I]):
                 K = rows[w, I, n]
-                L = load_block(H, w, I, K)
-                z = load_segment(dv, w, K)
-                y = rvec6([y[r] - (L[r, 0] * z[0] + L[r, 1] * z[1] + L[r, 2] * z[2] + L[r, 3] * z[3] + L[r, 4] * z[4]
-                                   + L[r, 5] * z[5]) for r in ti.static(range(6))])
-            D = load_block(H, w, I, I)
-            for r in ti.static(range(6)):
-                x = y[r]
-                for k in ti.static(range(r)):
-                    x -= D[r, k] * y[k]
-                y[r] = x / D[r, r]
-            for r in ti.static(range(6)):
-                dv[w, 6 * I + r] = y[r]
+                for r in range(6):
+                    x = ti.cast(0.0, real)
+                    for k in ti.static(range(6)):
+                        x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
+                    dv[w, 6 * I + r] -= x
+            for r in range(6):
+                i = 6 * I + r
+                x = dv[w, i]
+                for k in range(6 * I, i):
+                    x -= H[w, i, k] * dv[w, k]
+                dv[w, i] = x / H[w, i, i]
         for II in range(B):  # backward: L^T x = y, dv = D x
             I = B - 1 - II
-            y = load_segment(dv, w, I)
             for K in range(I + 1, B):
                 if padj[w, K, I] == 1:
-                    L = load_block(H, w, K, I)
-                    z = load_segment(dv, w, K)
-                    y = rvec6([y[r] - (L[0, r] * z[0] + L[1, r] * z[1] + L[2, r] * z[2] + L[3, r] * z[3] + L[4, r] * z[4]
-                                       + L[5, r] * z[5]) for r in ti.static(range(6))])
-            D = load_block(H, w, I, I)
-            for rr in ti.static(range(6)):
-                i = ti.static(5 - rr)
-                x = y[i]
-                for k in ti.static(range(i + 1, 6)):
-                    x -= D[k, i] * y[k]
-                y[i] = x / D[i, i]
-            for r in ti.static(range(6)):
-                dv[w, 6 * I + r] = y[r]
+                    for r in range(6):
+                        x = ti.cast(0.0, real)
+                        for k in ti.static(range(6)):
+                            x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
+                        dv[w, 6 * I + r] -= x
+            for rr in range(6):
+                i = 6 * I + 5 - rr
+                x = dv[w, i]
+                for k in range(i + 1, 6 * I + 6):
+                    x -= H[w, k, i] * dv[w, k]
+                dv[w, i] = x / H[w, i, i]
         for i in range(6 * B):
             dv[w, i] *= scale[w, i]
 
@@ -414,11 +399,6 @@ def newton_funcs(real):
         load between two stores costs several.) Static loops over a block's entries are
         nested: one of 36 iterations would pass Taichi's unrolling_limit (32) and warn."""
         return rmat6([[H[w, 6 * I + r, 6 * K + k] for k in ti.static(range(6))] for r in ti.static(range(6))])
-
-    @ti.func
-    def load_segment(x: ti.template(), w: ti.i32, I: ti.i32) -> rvec6:
-        """The six entries x[w, 6 I:6 I + 6] of block position I as a local vector."""
-        return rvec6([x[w, 6 * I + k] for k in ti.static(range(6))])
 
     @ti.func
     def update_block(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32, diagonal: ti.template()):
