@@ -87,7 +87,7 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
 
 def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
                     deterministic: bool = False, method: str | None = None, linear: str | None = None,
-                    cpu_threads: int | None = None) -> None:
+                    cpu_threads: int | None = None, presweeps: int | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     A case with settle steps starts from its saved state (bench/states/<case>.npz, made once
@@ -119,7 +119,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
         modes = [False, True] if deterministic else [False]
         for worlds, det in [(w, m) for w in ([only_worlds] if only_worlds else _worlds(case, quick)) for m in modes]:
             steps = min(case.timed_steps(worlds), 20) if quick else case.timed_steps(worlds)
-            scene = timed_scene(case, det, schedule, method, linear)
+            scene = timed_scene(case, det, schedule, method, linear, presweeps)
             start = states.start_state(case, worlds) if case.settle else None
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
@@ -166,6 +166,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "diverged_worlds": diverged,
                 "pool_overflows": {"first_run": growths_first, "timed_run": sim.collision.growths - growths_first},
                 "solver": f"{sim.method}/{sim.schedule}",
+                **({"presweeps": sim.options.presweeps} if sim.method == "newton" else {}),
                 "cpu_threads": cpu_threads,
                 "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),
@@ -176,11 +177,11 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
 
 
 def timed_scene(case, deterministic: bool = False, schedule: str | None = None, method: str | None = None,
-                linear: str | None = None):
+                linear: str | None = None, presweeps: int | None = None):
     """The case's scene with the solver settings a dynamics run overrides (None: the scene's)."""
     scene = case.scene()
-    given = {"schedule": schedule, "method": method, "linear": linear}
-    solver = dataclasses.replace(scene.solver, deterministic=deterministic, **{k: v for k, v in given.items() if v})
+    given = {"schedule": schedule, "method": method, "linear": linear, "presweeps": presweeps}
+    solver = dataclasses.replace(scene.solver, deterministic=deterministic, **{k: v for k, v in given.items() if v is not None})
     return dataclasses.replace(scene, solver=solver)
 
 
@@ -455,6 +456,8 @@ def main(argv=None) -> int:
     p.add_argument("--method", choices=["jacobi", "accelerated", "gauss_seidel", "newton"], help="dynamics: solver method (default: the schedule's)")
     p.add_argument("--linear", choices=["auto", "cholesky", "cg"],
                    help="dynamics: how method newton solves its step (default: the scene's, auto)")
+    p.add_argument("--presweeps", type=int, help="dynamics: [solver] presweeps (method newton's Gauss-Seidel sweeps "
+                   "before its iterations; default: the scene's)")
     p.add_argument("--deterministic", action="store_true",
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,
@@ -495,7 +498,7 @@ def main(argv=None) -> int:
                 contact_worker(args.arch, names, args.quick, args.cpu_threads)
             else:
                 dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method,
-                                args.linear, args.cpu_threads)
+                                args.linear, args.cpu_threads, args.presweeps)
         except th.HydroError as exc:  # one line for the parent to show
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -520,6 +523,8 @@ def main(argv=None) -> int:
                 cmd += ["--method", args.method]
             if args.linear:
                 cmd += ["--linear", args.linear]
+            if args.presweeps is not None:
+                cmd += ["--presweeps", str(args.presweeps)]
             if args.deterministic:
                 cmd.append("--deterministic")
             if args.cpu_threads is not None:

@@ -206,6 +206,14 @@ class SolverSettings:
       solver.newton_cg); "auto": cholesky while the Hessians of all worlds fit in
       solver.data.DENSE_BYTES (2 GiB), else cg, with a HydroWarning saying so. Only with
       method newton; the block schedule factors (cholesky) only.
+    presweeps [auto]: method newton, world schedule: projected Gauss-Seidel sweeps (as method
+      "gauss_seidel", without sleep) that start each solve from the warm start, at most this many
+      (stopping early by the sweeps' own test), before Newton's iterations take over from their
+      impulses and velocities: they remove the fast, local part of the error cheaply, and Newton
+      the coupled modes that sweeps cannot reach (both have the same fixed point). "auto":
+      solver.options.NEWTON_PRESWEEPS on the world schedule, 0 on the block schedule (which has
+      none: an explicit count above 0 with schedule "block" is refused); only with method
+      newton.
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
       when their neighbours move them past it; see solver.world_schedule). The solve stops by
@@ -235,6 +243,7 @@ class SolverSettings:
     sleep: bool = True
     contact: str = "polygons"
     linear: str = "auto"
+    presweeps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -642,6 +651,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         sleep=st.boolean("sleep", True),
         contact=st.string("contact", "polygons", choices=("polygons", "point")),
         linear=st.string("linear", "auto", choices=("auto", "cholesky", "cg")),
+        presweeps=st.integer("presweeps", None, minimum=0),
     )
     if solver.contact == "point" and solver.deterministic:
         raise st.error("contact", "\"point\" (a comparison mode) sums each patch with float atomics, so it cannot be "
@@ -656,6 +666,12 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     if solver.linear != "auto" and solver.method not in ("auto", "newton"):
         raise st.error("linear", f"\"{solver.linear}\" chooses how method newton solves its step; method = "
                                  f"\"{solver.method}\" has no linear solve (use method = \"newton\", or drop the key)")
+    if solver.presweeps is not None and solver.method not in ("auto", "newton"):
+        raise st.error("presweeps", f"{solver.presweeps} Gauss-Seidel sweeps start method newton's solve; method = "
+                                    f"\"{solver.method}\" has no such phase (use method = \"newton\", or drop the key)")
+    if solver.presweeps and solver.schedule == "block":
+        raise st.error("presweeps", f"{solver.presweeps}: the block schedule has no Gauss-Seidel sweeps (they run one "
+                                    "contact after another); use schedule = \"world\", or presweeps = 0")
     if solver.linear == "cg" and solver.schedule == "block":
         raise st.error("linear", "\"cg\" runs on the world schedule only; schedule = \"block\" factors (use "
                                  "schedule = \"world\", or linear = \"cholesky\")")

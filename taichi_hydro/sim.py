@@ -177,7 +177,8 @@ class Simulator(WorldAccess):
                  self.joints.arrays() if self.joints is not None else {}, self.tactile_sensors.arrays(),
                  {"max_counts": self.max_counts, "stat_sums": self.stat_sums},
                  {"dt": float(self.dt), "iterations": int(o.iterations), "tolerance": float(o.tolerance),
-                  "relaxation": float(o.relaxation), "beta": float(o.beta), "sigma": float(o.sigma)})
+                  "relaxation": float(o.relaxation), "beta": float(o.beta), "sigma": float(o.sigma),
+                  "presweeps": int(o.presweeps)})
         for part in parts:
             twice = set(out) & set(part)
             if twice:
@@ -359,7 +360,8 @@ class Simulator(WorldAccess):
         """Last step, per world: solver iterations (sweeps), final residual [m/s], contact count,
         contact updates (Gauss-Seidel skips the contacts of bodies that have settled, so
         updates <= iterations x contacts; the contact schedule updates every contact of a
-        world each sweep; Newton with linear "cg" counts each Hessian product's rows too), and
+        world each sweep; Newton counts its line search's evaluations, its presweeps' updates and,
+        with linear "cg", each Hessian product's rows too), and
         linear_iterations: the conjugate-gradient iterations of Newton's steps (linear "cg",
         summed over the solve's Newton iterations; 0 for every other solver, see
         linear_solver)."""

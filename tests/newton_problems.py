@@ -43,7 +43,7 @@ def kernel_for(data, schedule):
     return newton_cg_solver(data.real) if data.cg else newton_solver(data.real)
 
 
-def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto"):
+def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto", presweeps=None):
     """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
@@ -52,14 +52,17 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     whose solved impulses come back as rec["b_gamma"] (points, 3 directions). schedule: "world"
     (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only); linear:
     [solver] linear ("cg": solver.newton_cg's kernel; its CG iterations come back as
-    rec["linear_iterations"])."""
+    rec["linear_iterations"]); presweeps: [solver] presweeps (None: auto). The solve's residual
+    [m/s] (the stopping test's) comes back as rec["residual"]."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
     given = rec
     if n == 0:  # no contact rows: one zero row that no world owns
         rec = {**rec, "ids": np.zeros((1, 4), np.int32), "frame": np.eye(3)[None], "ra": np.zeros((1, 3)), "rb": np.zeros((1, 3)),
                "reg": np.ones((1, 8)), "gamma0": np.zeros((1, 3))}
-    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance, linear=linear)
-    data = SolverData(SolverOptions.resolve(settings, current_arch()), 1, B, max(n, 1))
+    settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance, linear=linear,
+                                 presweeps=presweeps)
+    options = SolverOptions.resolve(settings, current_arch())
+    data = SolverData(options, 1, B, max(n, 1))
 
     def array(dtype, value):
         value = np.ascontiguousarray(value)
@@ -83,6 +86,8 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
         body_inv_mass=array(float, np.asarray(rec["inv_mass"], np.float32)[None]),
         iterations=iterations,
         tolerance=tolerance,
+        omega=options.relaxation,
+        presweeps=options.presweeps,
     )
     rows = BilateralRows(1, B)
     if bilateral:
@@ -106,6 +111,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     points = len(bilateral["body_a"]) if bilateral else 0
     given["b_gamma"] = rows.b_gamma.to_numpy()[:3 * points].reshape(points, 3)
     given["linear_iterations"] = int(data.world_linear_iterations.to_numpy()[0]) if data.cg else 0
+    given["residual"] = float(data.world_residual.to_numpy()[0])
     # The float64 iterate, by body (newton_pos orders the blocks).
     pos = data.newton_pos.to_numpy()[0]
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]
@@ -120,7 +126,8 @@ def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world", linear="
     counts = [len(r["ids"]) for r in recs]
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     settings = th.SolverSettings(method="newton", schedule=schedule, iterations=iterations, tolerance=tolerance, linear=linear)
-    data = SolverData(SolverOptions.resolve(settings, current_arch()), W, B, int(starts[-1]))
+    options = SolverOptions.resolve(settings, current_arch())
+    data = SolverData(options, W, B, int(starts[-1]))
 
     def array(dtype, value):
         value = np.ascontiguousarray(value)
@@ -140,7 +147,8 @@ def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world", linear="
         c_rb=array(vec3, rows("rb")), c_reg=array(ti.types.vector(8, float), rows("reg")), c_gamma=array(vec3, rows("gamma0")),
         body_reach=array(float, np.asarray(recs[0]["reach"], np.float32)),
         body_inv_mass=array(float, np.stack([np.asarray(r["inv_mass"], np.float32) for r in recs])),
-        iterations=iterations, tolerance=tolerance,
+        iterations=iterations, tolerance=tolerance, omega=options.relaxation,
+        presweeps=options.presweeps,
     )
     args.update(BilateralRows(W, B).arrays())
     data.body_vc.from_numpy(np.stack([np.asarray(r["vc"], np.float32) for r in recs]))

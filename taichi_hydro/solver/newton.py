@@ -54,7 +54,7 @@ from .. import backend
 
 from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3,
                      vec4, vec6)
-from .cone import apply_world_impulse, body_change
+from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
 from .world_schedule import world_spread
 
 __all__ = ["newton_funcs", "world_funcs", "newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
@@ -757,6 +757,54 @@ def world_funcs(real):
                                  ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
 
     @ti.func
+    def gauss_seidel_sweeps(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, sweeps: ti.i32, tolerance: float,
+                            omega: float, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
+                            c_reg: ti.template(), c_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(),
+                            body_reach: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                            newton_pos: ti.template(), newton_v: ti.template(), c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
+        """Up to `sweeps` projected Gauss-Seidel sweeps over the contact rows (solver.cone, the
+        Coulomb mode: the same fixed point as Newton's) from the warm start in body_vc/body_wc
+        and c_gamma, stopping early when no body point changed by more than the tolerance over a
+        sweep; then the Newton iterate starts from them: v0 to newton_v, the bounds
+        g0 = mu gamma_n to c_bound and u = J v0 to c_u. Bilateral rows keep their warm-start
+        impulses through the sweeps. Returns the sweeps made. newton_v holds each sweep's
+        starting velocities meanwhile."""
+        n = 0
+        while n < sweeps:
+            for b in range(B):
+                f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
+            for c in range(start, end):
+                ids = c_ids[c]
+                a, b = ids[ID_A], ids[ID_B]
+                frame = c_frame[c]
+                ra, rb = c_ra[c], c_rb[c]
+                vc = contact_velocity(frame, ra, rb, body_vc[w, a], body_wc[w, a], body_vc[w, b], body_wc[w, b])
+                y = c_gamma[c]
+                x_new = contact_update(y, vc, c_reg[c], omega, True)
+                c_gamma[c] = x_new
+                apply_world_impulse(w, wm, a, b, frame.transpose() @ (x_new - y), ra, rb, body_vc, body_wc, body_inv_mass,
+                                    body_inv_inertia_W)
+            change = 0.0
+            for b in range(B):
+                p = 6 * newton_pos[w, b]
+                dv = body_vc[w, b] - ti.cast(f.rvec3(newton_v[w, p], newton_v[w, p + 1], newton_v[w, p + 2]), float)
+                dw = body_wc[w, b] - ti.cast(f.rvec3(newton_v[w, p + 3], newton_v[w, p + 4], newton_v[w, p + 5]), float)
+                change = ti.max(change, body_change(dv, dw, body_reach[b]))
+            n += 1
+            if change <= tolerance:
+                break
+        if n > 0:
+            for c in range(start, end):
+                c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
+            for b in range(B):
+                f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
+            for c in range(start, end):
+                ids = c_ids[c]
+                c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
+                                     ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+        return n
+
+    @ti.func
     def search_and_step(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
                         c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                         c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_law: ti.template(),
@@ -910,6 +958,8 @@ def newton_solver(real):
         world_updates: nd(dtype=ti.i32, ndim=1),
         iterations: ti.i32,
         tolerance: float,
+        omega: float,
+        presweeps: ti.i32,
     ):
         """One thread per world. Reads the contact rows, their warm-start impulses c_gamma, the
         bilateral rows (solver.bilateral) and theirs b_gamma, and the free velocities
@@ -943,6 +993,9 @@ def newton_solver(real):
                     wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                                   b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
                                   c_bound, c_u)
+                    evaluations += (end - start) * wf.gauss_seidel_sweeps(
+                        w, wm, start, end, B, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc,
+                        body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, c_bound, c_u)
                     while True:
                         modified = 1 if it < MODIFIED_ITERATIONS else 0
                         # Gradient and Hessian: M first (identity rows for immobile bodies), then

@@ -321,6 +321,8 @@ def newton_cg_solver(real):
         world_updates: nd(dtype=ti.i32, ndim=1),
         iterations: ti.i32,
         tolerance: float,
+        omega: float,
+        presweeps: ti.i32,
     ):
         """One thread per world; reads and writes what solver.newton's kernel does (the same
         Newton iteration), with each step from PCG: newton_block holds the preconditioner's
@@ -351,6 +353,9 @@ def newton_cg_solver(real):
                     wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                                   b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
                                   c_bound, c_u)
+                    evaluations += (end - start) * wf.gauss_seidel_sweeps(
+                        w, wm, start, end, B, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc,
+                        body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, c_bound, c_u)
                     while True:
                         modified = 1 if it < MODIFIED_ITERATIONS else 0
                         # Gradient, row curvatures and the preconditioner's blocks.
