@@ -584,7 +584,7 @@ def test_hinged_link_comes_to_rest_on_a_rigid_table(arch):
 # --------------------------------------------------------------------------- slab
 
 
-@pytest.mark.launches(3_100)
+@pytest.mark.launches(4_400)
 @pytest.mark.parametrize("fill", ["tets", "slab"])
 def test_non_convex_mesh_rests_on_a_rigid_half_space(arch, tmp_path, monkeypatch, fill, request):
     """A rigid non-convex ring (0.1 kg and 10 kg) on a rigid half-space rests within the bounds
