@@ -206,14 +206,14 @@ class SolverSettings:
       solver.newton_cg); "auto": cholesky while the Hessians of all worlds fit in
       solver.data.DENSE_BYTES (2 GiB), else cg, with a HydroWarning saying so. Only with
       method newton; the block schedule factors (cholesky) only.
-    presweeps [auto]: method newton, world schedule: projected Gauss-Seidel sweeps (as method
+    presweeps [0]: method newton, world schedule: projected Gauss-Seidel sweeps (as method
       "gauss_seidel", without sleep) that start each solve from the warm start, at most this many
       (stopping early by the sweeps' own test), before Newton's iterations take over from their
       impulses and velocities: they remove the fast, local part of the error cheaply, and Newton
-      the coupled modes that sweeps cannot reach (both have the same fixed point). "auto":
-      solver.options.NEWTON_PRESWEEPS on the world schedule, 0 on the block schedule (which has
-      none: an explicit count above 0 with schedule "block" is refused); only with method
-      newton.
+      the coupled modes that sweeps cannot reach (both have the same fixed point). They pay on
+      a pile falling into place and cost time on small scenes (README, Newton solver); Newton
+      then often stops on the sweeps' iterate, at its tolerance rather than far below it. A
+      count above 0 is refused with another method and on the block schedule (which has none).
     sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
       bodies that have settled (moved by no more than the tolerance over two sweeps; woken
       when their neighbours move them past it; see solver.world_schedule). The solve stops by
@@ -243,7 +243,7 @@ class SolverSettings:
     sleep: bool = True
     contact: str = "polygons"
     linear: str = "auto"
-    presweeps: int | None = None
+    presweeps: int = 0
 
 
 @dataclass(frozen=True)
@@ -651,7 +651,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         sleep=st.boolean("sleep", True),
         contact=st.string("contact", "polygons", choices=("polygons", "point")),
         linear=st.string("linear", "auto", choices=("auto", "cholesky", "cg")),
-        presweeps=st.integer("presweeps", None, minimum=0),
+        presweeps=st.integer("presweeps", 0, minimum=0),
     )
     if solver.contact == "point" and solver.deterministic:
         raise st.error("contact", "\"point\" (a comparison mode) sums each patch with float atomics, so it cannot be "
@@ -666,7 +666,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
     if solver.linear != "auto" and solver.method not in ("auto", "newton"):
         raise st.error("linear", f"\"{solver.linear}\" chooses how method newton solves its step; method = "
                                  f"\"{solver.method}\" has no linear solve (use method = \"newton\", or drop the key)")
-    if solver.presweeps is not None and solver.method not in ("auto", "newton"):
+    if solver.presweeps and solver.method not in ("auto", "newton"):
         raise st.error("presweeps", f"{solver.presweeps} Gauss-Seidel sweeps start method newton's solve; method = "
                                     f"\"{solver.method}\" has no such phase (use method = \"newton\", or drop the key)")
     if solver.presweeps and solver.schedule == "block":

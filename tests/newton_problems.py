@@ -43,7 +43,7 @@ def kernel_for(data, schedule):
     return newton_cg_solver(data.real) if data.cg else newton_solver(data.real)
 
 
-def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto", presweeps=None):
+def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto", presweeps=0):
     """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
@@ -52,7 +52,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     whose solved impulses come back as rec["b_gamma"] (points, 3 directions). schedule: "world"
     (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only); linear:
     [solver] linear ("cg": solver.newton_cg's kernel; its CG iterations come back as
-    rec["linear_iterations"]); presweeps: [solver] presweeps (None: auto). The solve's residual
+    rec["linear_iterations"]); presweeps: [solver] presweeps. The solve's residual
     [m/s] (the stopping test's) comes back as rec["residual"]."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
     given = rec

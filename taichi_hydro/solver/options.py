@@ -7,11 +7,7 @@ from dataclasses import dataclass
 from ..errors import SceneError
 from ..scene import SolverSettings
 
-__all__ = ["SolverOptions", "BLOCK_ARCHS", "NEWTON_PRESWEEPS"]
-
-NEWTON_PRESWEEPS = 4
-"""[solver] presweeps = "auto" on the world schedule: the most Gauss-Seidel sweeps before Newton's
-iterations (scene.SolverSettings; the choice is measured in the README's Newton section)."""
+__all__ = ["SolverOptions", "BLOCK_ARCHS"]
 
 BLOCK_ARCHS = ("cuda", "vulkan")
 """Backends with thread blocks and block barriers (Taichi's ti.simt.block): the block schedule."""
@@ -27,8 +23,8 @@ class SolverOptions:
     patch_point (one point contact per patch: [solver] contact = "point"), linear (newton's
     step: "auto" | "cholesky" | "cg"; solver.data.SolverData picks for "auto" once it knows the
     batch's size).
-    Run-time too: presweeps (newton's Gauss-Seidel sweeps before its iterations; 0 for every
-    other method and on the block schedule).
+    Run-time too: presweeps (newton's Gauss-Seidel sweeps before its iterations on the world
+    schedule; 0 for every other method and on the block schedule).
     Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
     [m/s], relaxation omega, beta, sigma."""
 
@@ -78,18 +74,14 @@ class SolverOptions:
             method = "gauss_seidel" if schedule == "world" else "accelerated"
         if method in ("gauss_seidel", "newton") and schedule == "contact":
             raise SceneError(f"{source}: [solver] method {method} needs schedule \"world\"")
-        if settings.presweeps is not None and (isinstance(settings.presweeps, bool) or not isinstance(settings.presweeps, int)
-                                               or settings.presweeps < 0):
-            raise SceneError(f"{source}: [solver] presweeps must be an integer >= 0 (or absent: auto), got {settings.presweeps!r}")
-        if settings.presweeps is not None and method != "newton":
+        if isinstance(settings.presweeps, bool) or not isinstance(settings.presweeps, int) or settings.presweeps < 0:
+            raise SceneError(f"{source}: [solver] presweeps must be an integer >= 0, got {settings.presweeps!r}")
+        if settings.presweeps and method != "newton":
             raise SceneError(f"{source}: [solver] presweeps {settings.presweeps}: Gauss-Seidel sweeps that start method newton's "
                              f"solve; this scene runs method {method} (set method = \"newton\", or drop the key)")
         if settings.presweeps and schedule == "block":
             raise SceneError(f"{source}: [solver] presweeps {settings.presweeps}: method newton runs on the block schedule here "
                              f"(arch {arch}), which has no Gauss-Seidel sweeps; set schedule = \"world\", or presweeps = 0")
-        presweeps = settings.presweeps
-        if presweeps is None:
-            presweeps = NEWTON_PRESWEEPS if method == "newton" and schedule == "world" else 0
         if settings.linear != "auto" and method != "newton":
             raise SceneError(f"{source}: [solver] linear \"{settings.linear}\" is how method newton solves its step; "
                              f"this scene runs method {method} (set method = \"newton\", or drop the key)")
@@ -98,7 +90,7 @@ class SolverOptions:
             sleep=method == "gauss_seidel" and settings.sleep, deterministic=settings.deterministic,
             warm_start=settings.warm_start, iterations=int(settings.iterations), tolerance=float(settings.tolerance),
             relaxation=float(settings.relaxation), beta=float(settings.beta), sigma=float(settings.sigma),
-            patch_point=settings.contact == "point", linear=settings.linear, presweeps=int(presweeps),
+            patch_point=settings.contact == "point", linear=settings.linear, presweeps=int(settings.presweeps),
         )
 
     @property
