@@ -40,6 +40,10 @@ over R_n, which M^-1 turns into EPS32 |u| / (m R_n) (1e4 EPS32 |u| for a stiff c
 light body). There the solve also stops after an iteration whose full Newton step (before
 the line search, H^-1 r: the error estimate of the local model) moves no body point by more
 than the tolerance.
+With [solver] presweeps > 0 the world kernels first run that many projected Gauss-Seidel
+sweeps at most from the warm start (world_funcs.gauss_seidel_sweeps, relaxation omega; the
+same fixed point), and Newton starts from their impulses and velocities: they settle the
+lagged bounds on which Newton's residual can stall for several iterations on a pile.
 Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
 clamped, see there) and are solved with the contacts, warm-started from their impulses of the
 previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
@@ -966,7 +970,8 @@ def newton_solver(real):
         body_vc/body_wc; writes the solved velocities there, the impulses of the solution to
         c_gamma and b_gamma (row frames), and the world's iterations (factorisations), the
         residual of the solution [m/s] (the stopping test's), contacts and contact evaluations
-        (world_updates).
+        (world_updates, the presweeps' contact updates included). presweeps: the most
+        Gauss-Seidel sweeps before the Newton iterations (relaxation omega; 0: none).
         A bilateral row's body a < 0 is the world (no velocity).
 
         The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
