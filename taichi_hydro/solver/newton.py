@@ -358,6 +358,20 @@ def newton_funcs(real):
         solve_row(w, I, J, r, H)
 
     @ti.func
+    def subtract_block_product(w: ti.i32, I: ti.i32, K: ti.i32, transposed: ti.template(), H: ti.template(), dv: ti.template()):
+        """dv[6I:6I + 6] -= A dv[6K:6K + 6], A the factor's block L[I, K] (transposed = False: the
+        forward solve) or L[K, I]^T (True: the backward solve), each entry summed in column
+        order."""
+        for r in range(6):
+            x = ti.cast(0.0, real)
+            for k in ti.static(range(6)):
+                if ti.static(transposed):
+                    x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
+                else:
+                    x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
+            dv[w, 6 * I + r] -= x
+
+    @ti.func
     def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
                           padj: ti.template(), rows: ti.template(), row_len: ti.template()):
         """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks)."""
@@ -365,12 +379,7 @@ def newton_funcs(real):
             for r in range(6):
                 dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
             for n in range(row_len[w, I]):
-                K = rows[w, I, n]
-                for r in range(6):
-                    x = ti.cast(0.0, real)
-                    for k in ti.static(range(6)):
-                        x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
-                    dv[w, 6 * I + r] -= x
+                subtract_block_product(w, I, rows[w, I, n], False, H, dv)
             for r in range(6):
                 i = 6 * I + r
                 x = dv[w, i]
@@ -381,11 +390,7 @@ def newton_funcs(real):
             I = B - 1 - II
             for K in range(I + 1, B):
                 if padj[w, K, I] == 1:
-                    for r in range(6):
-                        x = ti.cast(0.0, real)
-                        for k in ti.static(range(6)):
-                            x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
-                        dv[w, 6 * I + r] -= x
+                    subtract_block_product(w, I, K, True, H, dv)
             for rr in range(6):
                 i = 6 * I + 5 - rr
                 x = dv[w, i]

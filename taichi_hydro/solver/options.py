@@ -23,10 +23,9 @@ class SolverOptions:
     patch_point (one point contact per patch: [solver] contact = "point"), linear (newton's
     step: "auto" | "cholesky" | "cg"; solver.data.SolverData picks for "auto" once it knows the
     batch's size).
-    Run-time too: presweeps (newton's Gauss-Seidel sweeps before its iterations on the world
-    schedule; 0 for every other method and on the block schedule).
     Run-time (kernel arguments, so changing them never recompiles): iterations, tolerance
-    [m/s], relaxation omega, beta, sigma."""
+    [m/s], relaxation omega, beta, sigma, presweeps (newton's Gauss-Seidel sweeps before its
+    iterations on the world schedule; 0 for every other method and on the block schedule)."""
 
     schedule: str
     method: str
