@@ -363,3 +363,72 @@ def test_block_schedule_is_refused_on_cpu_and_with_other_methods(arch):
         th.scene_from_dict(data, source="bad.toml")
     for fragment in ("bad.toml:", "[solver]", "'schedule'", "block", "gauss_seidel"):
         assert fragment in str(err.value)
+
+
+def minimum_degree(B, edges):
+    """NumPy reference of solver.newton.order_bodies: the elimination position of each body
+    (smallest remaining degree first, ties to the lower index) and the filled adjacency."""
+    adj = np.zeros((B, B), bool)
+    for a, b in edges:
+        adj[a, b] = adj[b, a] = True
+    pos, left = np.full(B, -1), np.ones(B, bool)
+    for t in range(B):
+        deg = np.where(left, (adj & left).sum(axis=1), B + 1)
+        best = int(np.argmin(deg))
+        pos[best], left[best] = t, False
+        nbrs = np.flatnonzero(adj[best] & left)
+        adj[np.ix_(nbrs, nbrs)] = True
+        adj[nbrs, nbrs] = False
+    return pos, adj
+
+
+@pytest.mark.parametrize("B", [5, 32, 70])
+def test_body_order_is_minimum_degree_with_its_fill(arch, B):
+    """order_bodies keeps the graph as bit masks (32 bodies a word): on random graphs of 1, 2
+    and 3 words, with rows to the world (body a < 0) and to an immobile body that add no
+    edge, its order and its filled pattern (by position) equal minimum_degree's, and each
+    block row lists its K < I in ascending order."""
+    import taichi as ti
+
+    from taichi_hydro.solver.newton import newton_funcs
+    from taichi_hydro.types import ivec4
+
+    rng = np.random.default_rng(B)
+    n = 3 * B
+    pairs = rng.integers(0, B, size=(n, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    ids = np.zeros((len(pairs) + 2, 4), np.int32)
+    ids[:len(pairs), 1:3] = pairs
+    ids[-2, 1:3] = (-1, 0)  # the world and body 0
+    inv_mass = np.ones((1, B), np.float32)
+    inv_mass[0, B - 1] = 0.0  # immobile: its rows add no edge
+    ids[-1, 1:3] = (B - 1, 1)
+    edges = [(a, b) for a, b in pairs if inv_mass[0, a] > 0 and inv_mass[0, b] > 0]
+    pos_ref, adj_ref = minimum_degree(B, edges)
+
+    f = newton_funcs(ti.f32)
+    c_ids = ti.ndarray(ivec4, len(ids))
+    c_ids.from_numpy(ids)
+    b_ids = ti.ndarray(ivec4, 1)
+    masses = ti.ndarray(ti.f32, (1, B))
+    masses.from_numpy(inv_mass)
+    adj = ti.ndarray(ti.i32, (1, B + 1, (B + 31) // 32))
+    pos, deg, row_len = (ti.ndarray(ti.i32, (1, B)) for _ in range(3))
+    padj, rows = (ti.ndarray(ti.i32, (1, B, B)) for _ in range(2))
+
+    @ti.kernel
+    def order(c_ids: ti.types.ndarray(dtype=ivec4, ndim=1), b_ids: ti.types.ndarray(dtype=ivec4, ndim=1),
+              masses: ti.types.ndarray(), adj: ti.types.ndarray(), pos: ti.types.ndarray(), deg: ti.types.ndarray(),
+              padj: ti.types.ndarray(), rows: ti.types.ndarray(), row_len: ti.types.ndarray()):
+        for w in range(1):
+            f.order_bodies(w, 0, c_ids.shape[0], 0, 0, B, c_ids, b_ids, masses, 0, adj, pos, deg, padj, rows, row_len)
+
+    order(c_ids, b_ids, masses, adj, pos, deg, padj, rows, row_len)
+    got = pos.to_numpy()[0]
+    np.testing.assert_array_equal(got, pos_ref)
+    expect = np.zeros((B, B), np.int32)
+    expect[np.ix_(got, got)] = adj_ref
+    np.testing.assert_array_equal(padj.to_numpy()[0], expect)
+    lens, listed = row_len.to_numpy()[0], rows.to_numpy()[0]
+    for I in range(B):
+        np.testing.assert_array_equal(listed[I, :lens[I]], np.flatnonzero(expect[I, :I]))

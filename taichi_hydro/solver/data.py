@@ -88,8 +88,9 @@ class SolverData:
     curvature G, contact frame), and world_linear_iterations (W,) i32, the CG iterations of
     the last solve; newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
     velocities, gradient, step and Jacobi scaling; the body ordering and block pattern
-    newton_adj, newton_padj, newton_rows (W, B, B) (cholesky only) and newton_pos (the identity
-    with cg), newton_deg, newton_row_len (W, B) (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
+    newton_padj, newton_rows (W, B, B) and newton_adj (W, B + 1, ceil(B / 32)), its bit masks
+    (cholesky only), and newton_pos (the identity with cg), newton_deg, newton_row_len (W, B)
+    (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
     c_u (J v) and c_jdv (J dv), sized by resize(). The block schedule (solver.newton_block)
     adds per contact row its world-frame terms (a run's totals at the run's first row):
     c_f [N s], c_ta, c_tb [N m s] (impulse on b and its moments about a's and b's centres of
@@ -127,7 +128,8 @@ class SolverData:
                 setattr(self, name, ti.ndarray(self.real, (W, N)))
         elif self.newton:
             self.newton_H = ti.ndarray(self.real, (W, N, N))
-            for name in ("newton_adj", "newton_padj", "newton_rows"):
+            self.newton_adj = ti.ndarray(ti.i32, (W, B + 1, (B + 31) // 32))
+            for name in ("newton_padj", "newton_rows"):
                 setattr(self, name, ti.ndarray(ti.i32, (W, B, B)))
             for name in ("newton_deg", "newton_row_len"):
                 setattr(self, name, ti.ndarray(ti.i32, (W, B)))

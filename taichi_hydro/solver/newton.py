@@ -678,6 +678,11 @@ def newton_funcs(real):
                                      body_inv_inertia_W)
 
     @ti.func
+    def has_bit(adj: ti.template(), w: ti.i32, row: ti.i32, b: ti.i32) -> ti.i32:
+        """1 when bit b of the bit-mask row `row` of newton_adj is set (word b // 32, bit b % 32)."""
+        return (adj[w, row, b // 32] >> (b % 32)) & 1
+
+    @ti.func
     def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
                      b_ids: ti.template(), body_inv_mass: ti.template(), wm: ti.i32, newton_adj: ti.template(),
                      newton_pos: ti.template(), newton_deg: ti.template(), newton_padj: ti.template(), newton_rows: ti.template(),
@@ -685,21 +690,28 @@ def newton_funcs(real):
         """Minimum-degree elimination order of the world's bodies on its row graph (bodies
         joined by a contact row [start, end) or a bilateral row [jstart, jend), both mobile):
         newton_pos[w, b] = the body's block position.
-        The filled graph (the block pattern of the Cholesky factor) goes to newton_adj (by
-        body), newton_padj (by position) and the row lists newton_rows[w, I, :newton_row_len[w,
-        I]] (positions K < I, ascending). Ties go to the lower body index: deterministic."""
-        for i, j in ti.ndrange(B, B):
-            newton_adj[w, i, j] = 0
+        The graph is kept as bit masks, newton_adj[w, b, k] bit j = an edge from b to body
+        32 k + j (row B: the bodies not yet ordered), so that eliminating a body merges its
+        neighbours' rows a word at a time; the filled graph (the block pattern of the Cholesky
+        factor) stays there (by body) and goes to newton_padj (by position) and the row lists
+        newton_rows[w, I, :newton_row_len[w, I]] (positions K < I, ascending). Ties go to the
+        lower body index: deterministic."""
+        words = (B + 31) // 32
+        for b, k in ti.ndrange(B, words):
+            newton_adj[w, b, k] = 0
+        for k in range(words):  # every body still to order
+            left = B - 32 * k
+            newton_adj[w, B, k] = -1 if left >= 32 else (1 << left) - 1
         for c in range(start, end + jend - jstart):
             ids = c_ids[c] if c < end else b_ids[jstart + c - end]
             a, b = ids[ID_A], ids[ID_B]
             if a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0 and body_inv_mass[wm, b] > 0.0:  # a < 0: the world
-                newton_adj[w, a, b] = 1
-                newton_adj[w, b, a] = 1
+                newton_adj[w, a, b // 32] |= 1 << (b % 32)
+                newton_adj[w, b, a // 32] |= 1 << (a % 32)
         for b in range(B):
             d = 0
-            for n in range(B):
-                d += newton_adj[w, b, n]
+            for k in range(words):
+                d += ti.math.popcnt(newton_adj[w, b, k])
             newton_deg[w, b] = d
             newton_pos[w, b] = -1
         for t in range(B):
@@ -709,17 +721,19 @@ def newton_funcs(real):
                     if best < 0 or newton_deg[w, b] < newton_deg[w, best]:
                         best = b
             newton_pos[w, best] = t
+            newton_adj[w, B, best // 32] &= ~(1 << (best % 32))
             for i in range(B):  # its remaining neighbours become a clique (the fill)
-                if newton_pos[w, i] < 0 and newton_adj[w, best, i] == 1:
-                    newton_deg[w, i] -= 1
-                    for j in range(i + 1, B):
-                        if newton_pos[w, j] < 0 and newton_adj[w, best, j] == 1 and newton_adj[w, i, j] == 0:
-                            newton_adj[w, i, j] = 1
-                            newton_adj[w, j, i] = 1
-                            newton_deg[w, i] += 1
-                            newton_deg[w, j] += 1
+                if has_bit(newton_adj, w, best, i) == 1 and newton_pos[w, i] < 0:
+                    d = 0
+                    for k in range(words):
+                        row = newton_adj[w, i, k] | (newton_adj[w, best, k] & newton_adj[w, B, k])
+                        if k == i // 32:
+                            row &= ~(1 << (i % 32))
+                        newton_adj[w, i, k] = row
+                        d += ti.math.popcnt(row & newton_adj[w, B, k])
+                    newton_deg[w, i] = d
         for i, j in ti.ndrange(B, B):
-            newton_padj[w, newton_pos[w, i], newton_pos[w, j]] = newton_adj[w, i, j]
+            newton_padj[w, newton_pos[w, i], newton_pos[w, j]] = has_bit(newton_adj, w, i, j)
         for I in range(B):
             n = 0
             for K in range(I):
