@@ -176,7 +176,8 @@ class SolverSettings:
     relaxation [0.9]: Jacobi step omega in (0, 1].
     mode ["coulomb"]: "coulomb" adds the De Saxce term mu |v_t| to the normal residual, so
       sliding obeys Coulomb's law exactly; "convex" is Anitescu's relaxation (separating
-      velocity mu |v_t| while sliding), kept for comparison; not with method "newton".
+      velocity mu |v_t| while sliding), kept for comparison; not with method "newton" (with
+      method "auto" the world schedule then runs Gauss-Seidel).
     beta [1.0]: near-rigid floor: a contact is never stiffer than a spring whose period is
       2 pi dt / beta (Drake SAP's rule); applied to a whole patch at once (see contact.assemble).
     sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
@@ -193,8 +194,11 @@ class SolverSettings:
       body velocities with a lagged Coulomb bound and an exact line search, a block Cholesky
       factorisation on each world's contact graph: few iterations, each costlier than a
       sweep; its Hessian is stored densely, 36 B^2 numbers per world of B bodies; world
-      schedule only, see solver.newton). "auto": Gauss-Seidel for the world
-      schedule, accelerated Jacobi for the contact schedule. All four have the same fixed
+      schedule only, see solver.newton). "auto": Newton for the world schedule (Gauss-Seidel
+      with mode "convex"), accelerated Jacobi for the contact schedule: at the same
+      tolerance Newton's answer meets it, the projected iterations' stop on a small change per
+      sweep far from the solution when they contract slowly (README, "Solve time against
+      accuracy"). All four have the same fixed
       point (tests/test_dynamics.py::test_solver_methods_agree); relaxation, the mass
       splitting of sigma's metric and sleep do not apply to Newton (it is Coulomb-exact by
       construction; mode "convex" is refused with it).

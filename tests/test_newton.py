@@ -11,6 +11,7 @@ import taichi_hydro as th
 
 from taichi_hydro.solver import SolverOptions
 
+from conftest import ROOT
 from newton_problems import problems, prototype, solve, solve_batch
 
 TOLERANCE = th.SolverSettings().tolerance  # [m/s]
@@ -336,6 +337,23 @@ def test_block_schedule_batch_equals_single_worlds(arch):
         assert iterationsb == iterations
         np.testing.assert_array_equal(xb, x)
         np.testing.assert_array_equal(gammab, gamma)
+
+
+def test_default_method_is_newton_on_the_world_schedule(arch):
+    """[solver] method "auto": Newton on the world schedule (cpu, vulkan), Gauss-Seidel there
+    with mode "convex" (a relaxation Newton does not solve: never Newton ignoring it), and
+    accelerated Jacobi on cuda's contact schedule; a scene without a [solver] table runs
+    Newton on cpu."""
+    if arch != "cpu":
+        pytest.skip("host-side option checks: run once, on the cpu pass")
+    for backend_arch, expected in (("cpu", ("world", "newton")), ("vulkan", ("world", "newton")),
+                                   ("cuda", ("contact", "accelerated"))):
+        options = SolverOptions.resolve(th.SolverSettings(), backend_arch)
+        assert (options.schedule, options.method) == expected, backend_arch
+    convex = SolverOptions.resolve(th.SolverSettings(mode="convex"), "cpu")
+    assert (convex.method, convex.coulomb) == ("gauss_seidel", False)
+    sim = th.Simulator(th.load_scene(ROOT / "scenes" / "box_stack.toml"))
+    assert (sim.schedule, sim.method, sim.linear_solver) == ("world", "newton", "cholesky")
 
 
 def test_block_schedule_is_refused_on_cpu_and_with_other_methods(arch):

@@ -140,8 +140,10 @@ def test_batch_past_dense_bytes_falls_back_to_cg(arch, monkeypatch):
 
 def test_linear_choice_follows_the_batch_size(arch):
     """choose_linear: "auto" is cholesky up to DENSE_BYTES of Hessians (W (6B)^2 numbers) and
-    cg past it (warned); method auto with linear cg resolves to the world schedule on cuda too
-    (the block schedule factors only), and a projected method with linear set is refused."""
+    cg past it (warned); method newton with linear cg resolves to the world schedule on cuda
+    too (the block schedule factors only); method auto with linear cg is newton on cpu (the
+    world schedule's default method) and refused on cuda (accelerated Jacobi there), as is a
+    projected method with linear set."""
     if arch != "cpu":
         pytest.skip("host-side option checks: run once, on the cpu pass")
     limit = solver_data.DENSE_BYTES
@@ -154,5 +156,9 @@ def test_linear_choice_follows_the_batch_size(arch):
     with pytest.raises(th.SceneError, match=r"schedule \"block\""):
         choose_linear("auto", True, fits + 1, B, 8, "pile.toml")
     assert SolverOptions.resolve(th.SolverSettings(method="newton", linear="cg"), "cuda").schedule == "world"
+    auto = SolverOptions.resolve(th.SolverSettings(linear="cg"), "cpu")  # method auto is newton on the world schedule
+    assert (auto.method, auto.linear) == ("newton", "cg")
+    with pytest.raises(th.SceneError, match=r"linear \"cg\".*accelerated"):
+        SolverOptions.resolve(th.SolverSettings(linear="cg"), "cuda")
     with pytest.raises(th.SceneError, match=r"linear \"cg\".*gauss_seidel"):
-        SolverOptions.resolve(th.SolverSettings(linear="cg"), "cpu")
+        SolverOptions.resolve(th.SolverSettings(linear="cg", method="gauss_seidel"), "cpu")

@@ -45,8 +45,11 @@ class SolverOptions:
     @staticmethod
     def resolve(settings: SolverSettings, arch: str, source: str = "<scene>", joints: bool = False) -> "SolverOptions":
         """"auto" becomes the backend's default: the contact schedule with accelerated Jacobi
-        on cuda, the world schedule with Gauss-Seidel elsewhere; Newton for a scene with joints
-        (the only method that solves their rows) and with schedule "block". Newton runs on the
+        on cuda, the world schedule with Newton elsewhere (Gauss-Seidel with mode "convex",
+        a relaxation Newton does not solve): at the tolerance asked for, Newton's answer meets
+        it where the projected iterations stop tens to thousands of times past it (README,
+        "Solve time against accuracy"); Newton also for a scene with joints (the only method
+        that solves their rows) and with schedule "block". Newton runs on the
         block schedule (one block of threads per world, solver.newton_block) on cuda and on the
         world schedule elsewhere: cpu has no thread blocks (schedule "block" is refused there),
         and on vulkan the block kernel is selectable but not the default, since Mesa's lavapipe
@@ -69,8 +72,8 @@ class SolverOptions:
             schedule = "world" if arch != "cuda" or settings.linear == "cg" else "block"
         if schedule == "block" and method != "newton":
             raise SceneError(f"{source}: [solver] schedule \"block\" runs method newton only, not {method}")
-        if method == "auto":
-            method = "gauss_seidel" if schedule == "world" else "accelerated"
+        if method == "auto":  # Newton does not solve the convex relaxation
+            method = ("gauss_seidel" if settings.mode == "convex" else "newton") if schedule == "world" else "accelerated"
         if method in ("gauss_seidel", "newton") and schedule == "contact":
             raise SceneError(f"{source}: [solver] method {method} needs schedule \"world\"")
         if isinstance(settings.presweeps, bool) or not isinstance(settings.presweeps, int) or settings.presweeps < 0:
