@@ -116,12 +116,12 @@ def tensor_view(arr):
     back through the tensor, so a view that reads other memory is an error, not silently wrong
     data (an address outside any allocation could still crash the process). This checks the
     address, dtype and layout, not the ordering of torch's and Taichi's work in later use."""
-    torch = torch_module()
     arch = current_arch()
     address = ndarray_address(arr)
-    if address == 0:
+    if address == 0:  # before torch: installing it would not help
         raise SceneError(f"tensor views need the cpu or cuda backend (an ndarray on {arch} has no address a tensor can "
                          "wrap); use get_state(as_torch=True) and set_state/set_control with tensors, which copy on the device")
+    torch = torch_module()
     if arch == "cuda" and not torch.cuda.is_available():
         raise SceneError(f"tensor views on the cuda backend need a torch built with CUDA (this torch {torch.__version__} has none)")
     typestr = {"f32": "<f4", "f64": "<f8", "i32": "<i4"}[str(arr.arr.element_data_type())]
