@@ -4,9 +4,10 @@ that shows why the 27-sphere pile needs tens of Gauss-Seidel sweeps per step.
     python -m bench.landing_sweeps --arch cpu --out bench/results/landing_sweeps_2core_epyc.json
 
 The sphere (r = 2 cm, 40 g, mesh 1 cm) starts `--gap` above the floor at rest; each variant
-runs `--steps` steps of 2 ms with a sweep cap high enough never to be reached, and prints the
-sweeps of every step with contact (and the contacts in it). Variants: friction 0 and 0.4 for
-each modulus. One JSON line per variant."""
+runs `--steps` steps of 2 ms with method gauss_seidel (pinned: the default on cpu and vulkan is
+newton, whose iterations are not sweeps) and a sweep cap high enough never to be reached, and
+prints the sweeps of every step with contact (and the contacts in it). Variants: friction 0 and
+0.4 for each modulus. One JSON line per variant."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def landing_scene(friction: float, modulus_pa: float, gap_m: float, iterations: 
     radius_m = 0.02
     return th.scene_from_dict({
         "sim": {"dt": 2e-3},
-        "solver": {"iterations": iterations},
+        "solver": {"method": "gauss_seidel", "iterations": iterations},
         "body": [
             {"name": "floor", "type": "static", "shape": {"type": "halfspace"}, "contact": {"friction": friction}},
             {"name": "ball", "mass": 0.04, "position": [0.0, 0.0, radius_m + gap_m], "shape": {"type": "sphere", "radius": radius_m},
