@@ -218,11 +218,12 @@ class SolverSettings:
       a pile falling into place and cost time on small scenes (README, Newton solver); Newton
       then often stops on the sweeps' iterate, at its tolerance rather than far below it. A
       count above 0 is refused with another method and on the block schedule (which has none).
-    sleep [true]: Gauss-Seidel skips, for the rest of a step's solve, the contacts between
-      bodies that have settled (moved by no more than the tolerance over two sweeps; woken
-      when their neighbours move them past it; see solver.world_schedule). The solve stops by
-      the same test, with errors of the same size as the full sweeps'; false updates every contact in
-      every sweep. No effect on Jacobi.
+    sleep [true]: method "gauss_seidel" skips, for the rest of a step's solve, the contacts
+      between bodies that have settled (moved by no more than the tolerance over two sweeps;
+      woken when their neighbours move them past it; see solver.world_schedule). The solve stops
+      by the same test, with errors of the same size as the full sweeps'; false updates every
+      contact in every sweep. No effect with another method, so none with method "auto" except
+      where that is Gauss-Seidel (mode "convex" on the world schedule).
     contact ["polygons"]: "polygons" makes one point contact per contact polygon (Masterjohn
       2022, the model); "point" collapses each patch (the polygons of one pair of geometries
       in one world) into one point contact at its pressure centre with the patch's total
