@@ -3,8 +3,9 @@ step, taichi_hydro.solver), side by side in one process.
 
     python -m bench.sleep_ab --arch cpu --cases pile_27:64,pile_64:16,box_stack:64,coin:64 --out bench/results/sleep_ab_2core_epyc.json
 
-Two simulators of a case, both with `[solver] method = "gauss_seidel"` (sleep is that method's
-option; the cpu and vulkan default is newton), one with `sleep = false`, run the case's steps
+Two simulators of a case, both with `[solver] method = "gauss_seidel"` on the world schedule
+(sleep is that method's option; the cpu and vulkan default is newton, cuda's the contact
+schedule), one with `sleep = false`, run the case's steps
 once to grow their pools and compile, are reset, then step in alternating chunks of 10 steps
 (the order flips every chunk) so that both see the same machine load. One JSON line per case:
 world-steps/s of each, their ratio, the mean height of the bodies at the end (the runs differ
@@ -33,7 +34,7 @@ def measure(case_name: str, worlds: int, chunk: int = 10) -> dict:
     sims, seconds, updates = {}, {}, {}
     for sleep in (0, 1):
         scene = case.scene()
-        solver = dataclasses.replace(scene.solver, method="gauss_seidel", sleep=bool(sleep))
+        solver = dataclasses.replace(scene.solver, method="gauss_seidel", schedule="world", sleep=bool(sleep))
         sim = th.Simulator(dataclasses.replace(scene, solver=solver), worlds=worlds)
         sim.step(case.steps)
         sim.reset()
