@@ -555,18 +555,31 @@ def _window(size, show: bool):
 _OFFSCREEN: dict = {}
 
 
+_STALE_WINDOWS: list = []
+
+
 def _offscreen_window(size):
-    """The process's one hidden GGUI window, reused while the size stays the same (GGUI on
-    Mesa's lavapipe crashes intermittently when several windows live in one process)."""
+    """The process's one hidden GGUI window, reused while the size stays the same and Taichi's
+    runtime is the one it was made in (GGUI on Mesa's lavapipe crashes intermittently when
+    several windows live in one process). A window of an ended runtime (backend.restart,
+    init with other arguments) is not destroyed: its Vulkan device went with that runtime,
+    and destroying it segfaulted (a viewer test after the test hooks' restart on lavapipe);
+    it is kept referenced here so that it is never finalised either."""
+    from . import backend
+
     size = tuple(int(x) for x in size)
     current = _OFFSCREEN.get("window")
+    if current is not None and _OFFSCREEN.get("generation") != backend.generation():
+        _STALE_WINDOWS.append(current)
+        _OFFSCREEN.clear()
+        current = None
     if current is not None and _OFFSCREEN.get("size") == size:
         return current
     if current is not None:
         current.destroy()
         _OFFSCREEN.clear()
     window = _window(size, show=False)
-    _OFFSCREEN.update(window=window, size=size)
+    _OFFSCREEN.update(window=window, size=size, generation=backend.generation())
     return window
 
 
