@@ -141,6 +141,17 @@ def restart() -> str:
 
 # Device-array handles (and compiled graphs) of ended runtimes, kept from being finalised.
 _stale_handles: list = []
+# Called, then forgotten, just before the current runtime ends (on_runtime_end).
+_end_hooks: list = []
+
+
+def on_runtime_end(hook) -> None:
+    """Call `hook()` once, just before the current Taichi runtime ends (restart, init with other
+    arguments): for objects that must be released while their runtime's device exists (the
+    viewer's hidden GGUI window: destroyed after its device it segfaults, and finalised at
+    interpreter exit it does too)."""
+    if hook not in _end_hooks:
+        _end_hooks.append(hook)
 
 
 def _end_runtime() -> None:
@@ -151,6 +162,10 @@ def _end_runtime() -> None:
     old Simulator) are pinned here and never finalised."""
     import taichi as ti
 
+    hooks = list(_end_hooks)
+    _end_hooks.clear()
+    for hook in hooks:
+        hook()
     gc.collect()
     handle_types = (ti.lang._ndarray.Ndarray, ti.graph.Graph)
     with warnings.catch_warnings():  # isinstance on every live object also touches deprecated aliases (torch's)

@@ -555,32 +555,31 @@ def _window(size, show: bool):
 _OFFSCREEN: dict = {}
 
 
-_STALE_WINDOWS: list = []
-
-
 def _offscreen_window(size):
-    """The process's one hidden GGUI window, reused while the size stays the same and Taichi's
-    runtime is the one it was made in (GGUI on Mesa's lavapipe crashes intermittently when
-    several windows live in one process). A window of an ended runtime (backend.restart,
-    init with other arguments) is not destroyed: its Vulkan device went with that runtime,
-    and destroying it segfaulted (a viewer test after the test hooks' restart on lavapipe);
-    it is kept referenced here so that it is never finalised either."""
+    """The process's one hidden GGUI window, reused while the size stays the same (GGUI on
+    Mesa's lavapipe crashes intermittently when several windows live in one process) and
+    destroyed before Taichi's runtime ends (backend.on_runtime_end): its Vulkan device goes
+    with the runtime, and a window destroyed after it segfaulted (a viewer test after the test
+    hooks' in-process restart on lavapipe)."""
     from . import backend
 
     size = tuple(int(x) for x in size)
     current = _OFFSCREEN.get("window")
-    if current is not None and _OFFSCREEN.get("generation") != backend.generation():
-        _STALE_WINDOWS.append(current)
-        _OFFSCREEN.clear()
-        current = None
     if current is not None and _OFFSCREEN.get("size") == size:
         return current
-    if current is not None:
-        current.destroy()
-        _OFFSCREEN.clear()
+    _close_offscreen()
     window = _window(size, show=False)
-    _OFFSCREEN.update(window=window, size=size, generation=backend.generation())
+    _OFFSCREEN.update(window=window, size=size)
+    backend.on_runtime_end(_close_offscreen)
     return window
+
+
+def _close_offscreen() -> None:
+    """Destroy the hidden window, if there is one."""
+    window = _OFFSCREEN.pop("window", None)
+    _OFFSCREEN.clear()
+    if window is not None:
+        window.destroy()
 
 
 def _camera(pose) -> object:
