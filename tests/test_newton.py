@@ -341,9 +341,10 @@ def test_block_schedule_batch_equals_single_worlds(arch):
 
 def test_default_method_is_newton_on_the_world_schedule(arch):
     """[solver] method "auto": Newton on the world schedule (cpu, vulkan), Gauss-Seidel there
-    with mode "convex" (a relaxation Newton does not solve: never Newton ignoring it), and
-    accelerated Jacobi on cuda's contact schedule; a scene without a [solver] table runs
-    Newton on cpu."""
+    with mode "convex" (a relaxation Newton does not solve: never Newton ignoring it; where
+    auto must be Newton, on the block schedule or with joints, convex is refused with the
+    reason), and accelerated Jacobi on cuda's contact schedule; a scene without a [solver]
+    table runs Newton on cpu."""
     if arch != "cpu":
         pytest.skip("host-side option checks: run once, on the cpu pass")
     for backend_arch, expected in (("cpu", ("world", "newton")), ("vulkan", ("world", "newton")),
@@ -352,6 +353,10 @@ def test_default_method_is_newton_on_the_world_schedule(arch):
         assert (options.schedule, options.method) == expected, backend_arch
     convex = SolverOptions.resolve(th.SolverSettings(mode="convex"), "cpu")
     assert (convex.method, convex.coulomb) == ("gauss_seidel", False)
+    with pytest.raises(th.SceneError, match=r"s\.toml.*convex.*newton \(schedule \"block\" runs it\)"):
+        SolverOptions.resolve(th.SolverSettings(mode="convex", schedule="block"), "vulkan", source="s.toml")
+    with pytest.raises(th.SceneError, match=r"convex.*newton \(the scene has joints\)"):
+        SolverOptions.resolve(th.SolverSettings(mode="convex"), "cpu", joints=True)
     sim = th.Simulator(th.load_scene(ROOT / "scenes" / "box_stack.toml"))
     assert (sim.schedule, sim.method, sim.linear_solver) == ("world", "newton", "cholesky")
 

@@ -74,6 +74,10 @@ class SolverOptions:
             raise SceneError(f"{source}: [solver] schedule \"block\" runs method newton only, not {method}")
         if method == "auto":  # Newton does not solve the convex relaxation
             method = ("gauss_seidel" if settings.mode == "convex" else "newton") if schedule == "world" else "accelerated"
+        if method == "newton" and settings.mode == "convex":  # never Newton ignoring the mode
+            why = "the scene has joints" if joints else f"schedule \"{settings.schedule}\" runs it" if schedule == "block" else "asked for"
+            raise SceneError(f"{source}: [solver] mode \"convex\" is a relaxation of the projected iterations; method newton "
+                             f"({why}) solves the Coulomb law: use mode = \"coulomb\"")
         if method in ("gauss_seidel", "newton") and schedule == "contact":
             raise SceneError(f"{source}: [solver] method {method} needs schedule \"world\"")
         if isinstance(settings.presweeps, bool) or not isinstance(settings.presweeps, int) or settings.presweeps < 0:
