@@ -305,33 +305,28 @@ def newton_funcs(real):
 
     @ti.func
     def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
-        """The dense Cholesky factor of the (updated) diagonal block J, in place."""
-        for j in range(6 * J, 6 * J + 6):
-            d = H[w, j, j]
-            for k in range(6 * J, j):
-                d -= H[w, j, k] * H[w, j, k]
+        """The dense Cholesky factor of the (updated) diagonal block J, in place (lower
+        triangle), computed on the block loaded once (load_block)."""
+        L = load_block(H, w, J, J)
+        for j in ti.static(range(6)):
+            d = L[j, j]
+            for k in ti.static(range(j)):
+                d -= L[j, k] * L[j, k]
             d = ti.sqrt(ti.max(d, tiny))
-            H[w, j, j] = d
-            for i in range(j + 1, 6 * J + 6):
-                x = H[w, i, j]
-                for k in range(6 * J, j):
-                    x -= H[w, i, k] * H[w, j, k]
-                H[w, i, j] = x / d
-
-    @ti.func
-    def solve_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template()):
-        """Row r of the factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S."""
-        for jj in range(6):
-            j = 6 * J + jj
-            x = H[w, 6 * I + r, j]
-            for k in range(6 * J, j):
-                x -= H[w, 6 * I + r, k] * H[w, j, k]
-            H[w, 6 * I + r, j] = x / H[w, j, j]
+            L[j, j] = d
+            for i in ti.static(range(j + 1, 6)):
+                x = L[i, j]
+                for k in ti.static(range(j)):
+                    x -= L[i, k] * L[j, k]
+                L[i, j] = x / d
+        for r in ti.static(range(6)):
+            for c in ti.static(range(r + 1)):
+                H[w, 6 * J + r, 6 * J + c] = L[r, c]
 
     @ti.func
     def solve_block(w: ti.i32, I: ti.i32, J: ti.i32, H: ti.template()):
-        """The factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S, all six
-        rows as solve_row solves each, on both blocks loaded once (load_block)."""
+        """The factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S, on both
+        blocks loaded once (load_block)."""
         L = load_block(H, w, J, J)
         X = load_block(H, w, I, J)
         for r in ti.static(range(6)):
@@ -348,55 +343,89 @@ def newton_funcs(real):
     def factor_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template(), padj: ti.template(), rows: ti.template(),
                    row_len: ti.template()):
         """Row r of the factor's block L[I, J] (I > J, on the pattern): the updates by the
-        columns K < J that I and J share, then solve_row. The rows of every I are independent
-        (they read only columns K <= J, already factored)."""
+        columns K < J that I and J share, then the solve X L_JJ^T = S, with factor_and_solve's
+        arithmetic (update_block, then solve_block) on the row held in registers. The rows of
+        every I are independent (they read only columns K <= J, already factored): the block
+        schedule gives each to a lane."""
+        x = rvec6([H[w, 6 * I + r, 6 * J + c] for c in ti.static(range(6))])
         for n in range(row_len[w, I]):
             K = rows[w, I, n]
             if K < J and padj[w, J, K] == 1:
-                for c in range(6):
-                    update_entry(H, w, I, J, K, r, c)
-        solve_row(w, I, J, r, H)
+                a = rvec6([H[w, 6 * I + r, 6 * K + k] for k in ti.static(range(6))])
+                b = load_block(H, w, J, K)
+                for c in ti.static(range(6)):
+                    x[c] -= a[0] * b[c, 0] + a[1] * b[c, 1] + a[2] * b[c, 2] + a[3] * b[c, 3] + a[4] * b[c, 4] + a[5] * b[c, 5]
+        L = load_block(H, w, J, J)
+        for jj in ti.static(range(6)):
+            y = x[jj]
+            for k in ti.static(range(jj)):
+                y -= x[k] * L[jj, k]
+            x[jj] = y / L[jj, jj]
+        for c in ti.static(range(6)):
+            H[w, 6 * I + r, 6 * J + c] = x[c]
 
     @ti.func
-    def subtract_block_product(w: ti.i32, I: ti.i32, K: ti.i32, transposed: ti.template(), H: ti.template(), dv: ti.template()):
-        """dv[6I:6I + 6] -= A dv[6K:6K + 6], A the factor's block L[I, K] (transposed = False: the
-        forward solve) or L[K, I]^T (True: the backward solve), each entry summed in column
-        order."""
-        for r in range(6):
-            x = ti.cast(0.0, real)
-            for k in ti.static(range(6)):
-                if ti.static(transposed):
-                    x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
-                else:
-                    x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
-            dv[w, 6 * I + r] -= x
+    def subtract_row_product(w: ti.i32, I: ti.i32, K: ti.i32, r: ti.i32, transposed: ti.template(), H: ti.template(),
+                             dv: ti.template()):
+        """dv[6I + r] -= row r of A times dv[6K:6K + 6], A the factor's block L[I, K]
+        (transposed = False: the forward solve) or L[K, I]^T (True: the backward solve), summed
+        in column order."""
+        x = ti.cast(0.0, real)
+        for k in ti.static(range(6)):
+            if ti.static(transposed):
+                x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
+            else:
+                x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
+        dv[w, 6 * I + r] -= x
+
+    @ti.func
+    def forward_diagonal(w: ti.i32, I: ti.i32, H: ti.template(), dv: ti.template()):
+        """dv[6I:6I + 6] = L[I, I]^-1 dv[6I:6I + 6] (forward substitution on the factored
+        diagonal block, loaded once)."""
+        L = load_block(H, w, I, I)
+        x = rvec6([dv[w, 6 * I + r] for r in ti.static(range(6))])
+        for r in ti.static(range(6)):
+            y = x[r]
+            for k in ti.static(range(r)):
+                y -= L[r, k] * x[k]
+            x[r] = y / L[r, r]
+        for r in ti.static(range(6)):
+            dv[w, 6 * I + r] = x[r]
+
+    @ti.func
+    def backward_diagonal(w: ti.i32, I: ti.i32, H: ti.template(), dv: ti.template()):
+        """dv[6I:6I + 6] = L[I, I]^-T dv[6I:6I + 6] (back substitution on the factored diagonal
+        block, loaded once)."""
+        L = load_block(H, w, I, I)
+        x = rvec6([dv[w, 6 * I + r] for r in ti.static(range(6))])
+        for i in ti.static(range(5, -1, -1)):
+            y = x[i]
+            for k in ti.static(range(i + 1, 6)):
+                y -= L[k, i] * x[k]
+            x[i] = y / L[i, i]
+        for r in ti.static(range(6)):
+            dv[w, 6 * I + r] = x[r]
 
     @ti.func
     def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
-                          padj: ti.template(), rows: ti.template(), row_len: ti.template()):
-        """dv = -D (L L^T)^-1 D grad from the factor L in H (forward, then backward by blocks)."""
+                          rows: ti.template(), row_len: ti.template()):
+        """dv = -D (L L^T)^-1 D grad from the factor L in H: forward by block rows (each row's
+        updates by the earlier blocks in ascending order), backward by block columns from the
+        last (once x_K is solved, every block row K's pattern names takes its update): the
+        order of the block schedule's parallel solves, whose sums are these to the bit."""
         for I in range(B):  # forward: L y = -D grad
             for r in range(6):
                 dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
             for n in range(row_len[w, I]):
-                subtract_block_product(w, I, rows[w, I, n], False, H, dv)
-            for r in range(6):
-                i = 6 * I + r
-                x = dv[w, i]
-                for k in range(6 * I, i):
-                    x -= H[w, i, k] * dv[w, k]
-                dv[w, i] = x / H[w, i, i]
-        for II in range(B):  # backward: L^T x = y, dv = D x
-            I = B - 1 - II
-            for K in range(I + 1, B):
-                if padj[w, K, I] == 1:
-                    subtract_block_product(w, I, K, True, H, dv)
-            for rr in range(6):
-                i = 6 * I + 5 - rr
-                x = dv[w, i]
-                for k in range(i + 1, 6 * I + 6):
-                    x -= H[w, k, i] * dv[w, k]
-                dv[w, i] = x / H[w, i, i]
+                for r in range(6):
+                    subtract_row_product(w, I, rows[w, I, n], r, False, H, dv)
+            forward_diagonal(w, I, H, dv)
+        for KK in range(B):  # backward: L^T x = y, dv = D x
+            K = B - 1 - KK
+            backward_diagonal(w, K, H, dv)
+            for n in range(row_len[w, K]):
+                for r in range(6):
+                    subtract_row_product(w, rows[w, K, n], K, r, True, H, dv)
         for i in range(6 * B):
             dv[w, i] *= scale[w, i]
 
@@ -444,7 +473,7 @@ def newton_funcs(real):
                         if K < J and padj[w, J, K] == 1:
                             update_block(H, w, I, J, K, False)
                     solve_block(w, I, J, H)
-        triangular_solves(w, B, H, grad, dv, scale, padj, rows, row_len)
+        triangular_solves(w, B, H, grad, dv, scale, rows, row_len)
 
     @ti.func
     def zero_block_row(w: ti.i32, I: ti.i32, H: ti.template(), rows: ti.template(), row_len: ti.template()):

@@ -389,9 +389,39 @@ def newton_block_solver(real, spirv: bool):
                                 f.factor_row(w, I, J, k % 6, newton_H, newton_padj, newton_rows, newton_row_len)
                             k += BLOCK
                         barrier(newton_fence, w)
-                    if lane == 0:
-                        f.triangular_solves(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
-                                            newton_row_len)
+                    # Triangular solves (newton_funcs.triangular_solves' sums): forward by block
+                    # columns (y_J, then each later row's update by it, a row per lane),
+                    # backward from the last block (x_K, then the rows of K's pattern).
+                    k = lane
+                    while k < 6 * B:
+                        newton_dv[w, k] = -newton_scale[w, k] * newton_grad[w, k]
+                        k += BLOCK
+                    barrier(newton_fence, w)
+                    for J in range(B):
+                        if lane == 0:
+                            f.forward_diagonal(w, J, newton_H, newton_dv)
+                        barrier(newton_fence, w)
+                        k = lane
+                        while k < 6 * (B - J - 1):  # row k % 6 of block row I = J + 1 + k // 6
+                            I = J + 1 + k // 6
+                            if newton_padj[w, I, J] == 1:
+                                f.subtract_row_product(w, I, J, k % 6, False, newton_H, newton_dv)
+                            k += BLOCK
+                        barrier(newton_fence, w)
+                    for KK in range(B):
+                        K = B - 1 - KK
+                        if lane == 0:
+                            f.backward_diagonal(w, K, newton_H, newton_dv)
+                        barrier(newton_fence, w)
+                        k = lane
+                        while k < 6 * newton_row_len[w, K]:  # row k % 6 of block row newton_rows[w, K, k // 6]
+                            f.subtract_row_product(w, newton_rows[w, K, k // 6], K, k % 6, True, newton_H, newton_dv)
+                            k += BLOCK
+                        barrier(newton_fence, w)
+                    k = lane
+                    while k < 6 * B:
+                        newton_dv[w, k] *= newton_scale[w, k]
+                        k += BLOCK
                     barrier(newton_fence, w)
                     if ti.static(f.step_test):  # float32: the full step's test (solver.newton)
                         part_s = ti.cast(0.0, real)
