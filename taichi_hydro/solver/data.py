@@ -95,8 +95,7 @@ class SolverData:
     adds per contact row its world-frame terms (a run's totals at the run's first row):
     c_f [N s], c_ta, c_tb [N m s] (impulse on b and its moments about a's and b's centres of
     mass), c_A, c_AS, c_SAS (F^T G F [1/(kg s) units of G], A [r_a], [r_a] A [r_a]); the
-    first rows of the runs of rows, in row order, c_runs (rows,) i32, and by body,
-    c_body_runs (2 rows,) i32, and where each body's
+    first rows of the runs of rows, by body, c_body_runs (2 rows,) i32, and where each body's
     list ends, newton_run_end (W, B) i32 (solver.newton_block.list_runs); and newton_fence
     (W,) i32, the SPIR-V barriers' atomic (always 0)."""
 
@@ -154,7 +153,6 @@ class SolverData:
                 setattr(self, name, ti.ndarray(ti.types.vector(3, self.real), rows))
             for name in ("c_A", "c_AS", "c_SAS"):
                 setattr(self, name, ti.ndarray(ti.types.matrix(3, 3, self.real), rows))
-            self.c_runs = ti.ndarray(ti.i32, rows)
             self.c_body_runs = ti.ndarray(ti.i32, 2 * rows)
         self.rows = rows
 

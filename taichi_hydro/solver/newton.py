@@ -712,43 +712,37 @@ def newton_funcs(real):
         return (adj[w, row, b // 32] >> (b % 32)) & 1
 
     @ti.func
-    def clear_adjacency_row(w: ti.i32, b: ti.i32, B: ti.i32, newton_adj: ti.template()):
-        """Row b of the body graph's bit masks (order_bodies): no edges for a body (b < B), every
-        body still to order for row B."""
-        for k in range((B + 31) // 32):
-            value = 0
-            if b == B:
-                left = B - 32 * k
-                value = -1 if left >= 32 else (1 << left) - 1
-            newton_adj[w, b, k] = value
-
-    @ti.func
-    def joins(wm: ti.i32, a: ti.i32, b: ti.i32, body_inv_mass: ti.template()) -> ti.i32:
-        """1 when a row between bodies a and b (a < 0: the world) is an edge of the body graph:
-        both mobile."""
-        return 1 if a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0 and body_inv_mass[wm, b] > 0.0 else 0
-
-    @ti.func
-    def set_edge(w: ti.i32, a: ti.i32, b: ti.i32, newton_adj: ti.template()):
-        """Bit b of body a's row of the body graph."""
-        newton_adj[w, a, b // 32] |= 1 << (b % 32)
-
-    @ti.func
-    def start_degree(w: ti.i32, b: ti.i32, B: ti.i32, newton_adj: ti.template(), newton_deg: ti.template(),
-                     newton_pos: ti.template()):
-        """Body b's degree in the body graph (its row's edges), and no position yet."""
-        d = 0
-        for k in range((B + 31) // 32):
-            d += ti.math.popcnt(newton_adj[w, b, k])
-        newton_deg[w, b] = d
-        newton_pos[w, b] = -1
-
-    @ti.func
-    def eliminate(w: ti.i32, B: ti.i32, newton_adj: ti.template(), newton_pos: ti.template(), newton_deg: ti.template()):
-        """Minimum-degree elimination on the body graph (order_bodies): each step orders the body
-        of least degree (ties to the lower index) and joins its remaining neighbours into a
-        clique (the fill), their rows merged a word at a time."""
+    def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
+                     b_ids: ti.template(), body_inv_mass: ti.template(), wm: ti.i32, newton_adj: ti.template(),
+                     newton_pos: ti.template(), newton_deg: ti.template(), newton_padj: ti.template(), newton_rows: ti.template(),
+                     newton_row_len: ti.template()):
+        """Minimum-degree elimination order of the world's bodies on its row graph (bodies
+        joined by a contact row [start, end) or a bilateral row [jstart, jend), both mobile):
+        newton_pos[w, b] = the body's block position.
+        The graph is kept as bit masks, newton_adj[w, b, k] bit j = an edge from b to body
+        32 k + j (row B: the bodies not yet ordered), so that eliminating a body merges its
+        neighbours' rows a word at a time; the filled graph (the block pattern of the Cholesky
+        factor) stays there (by body) and goes to newton_padj (by position) and the row lists
+        newton_rows[w, I, :newton_row_len[w, I]] (positions K < I, ascending). Ties go to the
+        lower body index: deterministic."""
         words = (B + 31) // 32
+        for b, k in ti.ndrange(B, words):
+            newton_adj[w, b, k] = 0
+        for k in range(words):  # every body still to order
+            left = B - 32 * k
+            newton_adj[w, B, k] = -1 if left >= 32 else (1 << left) - 1
+        for c in range(start, end + jend - jstart):
+            ids = c_ids[c] if c < end else b_ids[jstart + c - end]
+            a, b = ids[ID_A], ids[ID_B]
+            if a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0 and body_inv_mass[wm, b] > 0.0:  # a < 0: the world
+                newton_adj[w, a, b // 32] |= 1 << (b % 32)
+                newton_adj[w, b, a // 32] |= 1 << (a % 32)
+        for b in range(B):
+            d = 0
+            for k in range(words):
+                d += ti.math.popcnt(newton_adj[w, b, k])
+            newton_deg[w, b] = d
+            newton_pos[w, b] = -1
         for t in range(B):
             best = -1
             for b in range(B):
@@ -767,54 +761,15 @@ def newton_funcs(real):
                         newton_adj[w, i, k] = row
                         d += ti.math.popcnt(row & newton_adj[w, B, k])
                     newton_deg[w, i] = d
-
-    @ti.func
-    def pattern_row(w: ti.i32, b: ti.i32, B: ti.i32, newton_adj: ti.template(), newton_pos: ti.template(),
-                    newton_padj: ti.template()):
-        """Body b's row of the filled graph, by position, into newton_padj."""
-        for j in range(B):
-            newton_padj[w, newton_pos[w, b], newton_pos[w, j]] = has_bit(newton_adj, w, b, j)
-
-    @ti.func
-    def row_list(w: ti.i32, I: ti.i32, newton_padj: ti.template(), newton_rows: ti.template(), newton_row_len: ti.template()):
-        """The positions K < I of block row I's pattern, ascending."""
-        n = 0
-        for K in range(I):
-            if newton_padj[w, I, K] == 1:
-                newton_rows[w, I, n] = K
-                n += 1
-        newton_row_len[w, I] = n
-
-    @ti.func
-    def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
-                     b_ids: ti.template(), body_inv_mass: ti.template(), wm: ti.i32, newton_adj: ti.template(),
-                     newton_pos: ti.template(), newton_deg: ti.template(), newton_padj: ti.template(), newton_rows: ti.template(),
-                     newton_row_len: ti.template()):
-        """Minimum-degree elimination order of the world's bodies on its row graph (bodies
-        joined by a contact row [start, end) or a bilateral row [jstart, jend), both mobile):
-        newton_pos[w, b] = the body's block position.
-        The graph is kept as bit masks, newton_adj[w, b, k] bit j = an edge from b to body
-        32 k + j (row B: the bodies not yet ordered), so that eliminating a body merges its
-        neighbours' rows a word at a time; the filled graph (the block pattern of the Cholesky
-        factor) stays there (by body) and goes to newton_padj (by position) and the row lists
-        newton_rows[w, I, :newton_row_len[w, I]] (positions K < I, ascending). Ties go to the
-        lower body index: deterministic. (The block schedule runs the same steps, the
-        per-body ones on the bodies' lanes.)"""
-        for b in range(B + 1):
-            clear_adjacency_row(w, b, B, newton_adj)
-        for c in range(start, end + jend - jstart):
-            ids = c_ids[c] if c < end else b_ids[jstart + c - end]
-            a, b = ids[ID_A], ids[ID_B]
-            if joins(wm, a, b, body_inv_mass) == 1:
-                set_edge(w, a, b, newton_adj)
-                set_edge(w, b, a, newton_adj)
-        for b in range(B):
-            start_degree(w, b, B, newton_adj, newton_deg, newton_pos)
-        eliminate(w, B, newton_adj, newton_pos, newton_deg)
-        for b in range(B):
-            pattern_row(w, b, B, newton_adj, newton_pos, newton_padj)
+        for i, j in ti.ndrange(B, B):
+            newton_padj[w, newton_pos[w, i], newton_pos[w, j]] = has_bit(newton_adj, w, i, j)
         for I in range(B):
-            row_list(w, I, newton_padj, newton_rows, newton_row_len)
+            n = 0
+            for K in range(I):
+                if newton_padj[w, I, K] == 1:
+                    newton_rows[w, I, n] = K
+                    n += 1
+            newton_row_len[w, I] = n
 
     return types.SimpleNamespace(**locals())
 

@@ -114,63 +114,31 @@ def newton_block_solver(real, spirv: bool):
         return first
 
     @ti.func
-    def list_runs(w: ti.i32, lane: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_ids: ti.template(), c_runs: ti.template(),
-                  newton_run_end: ti.template(), c_body_runs: ti.template(), counts: ti.template(), fence: ti.template()):
+    def list_runs(w: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_ids: ti.template(), newton_run_end: ti.template(),
+                  c_body_runs: ti.template()):
         """The first rows of the world's runs (run_start), listed by body in row order: body b's
         are c_body_runs[k] for k in [newton_run_end[w, b - 1], newton_run_end[w, b]) (from 2
         start for b = 0). A run has two bodies, so the world's list fits in [2 start, 2 end).
-        With it, the lane that owns a body reads the runs that touch it, not every row.
-        In parallel: each lane finds the runs that begin in its share of the rows (a contiguous
-        slice), the shares' counts (shared memory) place them, in row order, in c_runs[start:
-        start + R]; then each body's lane picks its runs from that list, twice (count, then
-        fill), and lane 0 turns the counts into each list's first slot between the two."""
-        share = (end - start + BLOCK - 1) // BLOCK
-        lo = ti.min(start + lane * share, end)
-        hi = ti.min(lo + share, end)
-        n = 0
-        for c in range(lo, hi):
-            n += run_start(c, start, c_ids)
-        counts[lane] = n
-        barrier(fence, w)
-        slot, runs = start, 0
-        for other in range(BLOCK):
-            if other < lane:
-                slot += counts[other]
-            runs += counts[other]
-        for c in range(lo, hi):
+        With it, the lane that owns a body reads the runs that touch it, not every row."""
+        for b in range(B):
+            newton_run_end[w, b] = 0
+        for c in range(start, end):
             if run_start(c, start, c_ids) == 1:
-                c_runs[slot] = c
-                slot += 1
-        barrier(fence, w)
-        b = lane
-        while b < B:
-            n = 0
-            for k in range(start, start + runs):
-                ids = c_ids[c_runs[k]]
-                if ids[ID_A] == b or ids[ID_B] == b:
-                    n += 1
-            newton_run_end[w, b] = n
-            b += BLOCK
-        barrier(fence, w)
-        if lane == 0:
-            first = 2 * start
-            for q in range(B):
-                n = newton_run_end[w, q]
-                newton_run_end[w, q] = first
-                first += n
-        barrier(fence, w)
-        b = lane
-        while b < B:
-            slot = newton_run_end[w, b]
-            for k in range(start, start + runs):
-                c = c_runs[k]
                 ids = c_ids[c]
-                if ids[ID_A] == b or ids[ID_B] == b:
-                    c_body_runs[slot] = c
-                    slot += 1
-            newton_run_end[w, b] = slot
-            b += BLOCK
-        barrier(fence, w)
+                newton_run_end[w, ids[ID_A]] += 1
+                newton_run_end[w, ids[ID_B]] += 1
+        first = 2 * start
+        for b in range(B):  # each body's first slot, then its end once filled
+            n = newton_run_end[w, b]
+            newton_run_end[w, b] = first
+            first += n
+        for c in range(start, end):
+            if run_start(c, start, c_ids) == 1:
+                ids = c_ids[c]
+                for side in ti.static(range(2)):
+                    body = ids[ID_A] if ti.static(side == 0) else ids[ID_B]
+                    c_body_runs[newton_run_end[w, body]] = c
+                    newton_run_end[w, body] += 1
 
     @ti.func
     def runs_begin(w: ti.i32, b: ti.i32, start: ti.i32, newton_run_end: ti.template()) -> ti.i32:
@@ -257,7 +225,6 @@ def newton_block_solver(real, spirv: bool):
         c_A: nd(dtype=rmat3, ndim=1),
         c_AS: nd(dtype=rmat3, ndim=1),
         c_SAS: nd(dtype=rmat3, ndim=1),
-        c_runs: nd(dtype=ti.i32, ndim=1),
         c_body_runs: nd(dtype=ti.i32, ndim=1),
         world_iterations: nd(dtype=ti.i32, ndim=1),
         world_residual: nd(dtype=float, ndim=1),
@@ -277,7 +244,6 @@ def newton_block_solver(real, spirv: bool):
             w = i // BLOCK
             lane = i % BLOCK
             red = ti.simt.block.SharedArray((3 * BLOCK,), real)
-            counts = ti.simt.block.SharedArray((BLOCK,), ti.i32)
             start, end = world_start[w], world_start[w + 1]
             jstart, jend = bilateral_start[w], bilateral_start[w + 1]
             it = 0
@@ -286,41 +252,10 @@ def newton_block_solver(real, spirv: bool):
             short = 0
             if world_status[w] == 0:  # block-uniform
                 wm = w % body_inv_mass.shape[0]
-                list_runs(w, lane, start, end, B, c_ids, c_runs, newton_run_end, c_body_runs, counts, newton_fence)
-                # The body order (newton_funcs.order_bodies' steps): each body's lane its row of
-                # the graph, from its runs and bilateral rows, and its degree; lane 0 the
-                # elimination; the lanes the pattern by body, then the row lists by position.
-                b = lane
-                while b < B:
-                    f.clear_adjacency_row(w, b, B, newton_adj)
-                    for k in range(runs_begin(w, b, start, newton_run_end), newton_run_end[w, b]):
-                        ids = c_ids[c_body_runs[k]]
-                        other = ids[ID_B] if ids[ID_A] == b else ids[ID_A]
-                        if f.joins(wm, other, b, body_inv_mass) == 1:
-                            f.set_edge(w, b, other, newton_adj)
-                    for j in range(jstart, jend):
-                        ids = b_ids[j]
-                        if ids[ID_A] == b or ids[ID_B] == b:
-                            other = ids[ID_B] if ids[ID_A] == b else ids[ID_A]
-                            if f.joins(wm, other, b, body_inv_mass) == 1:
-                                f.set_edge(w, b, other, newton_adj)
-                    f.start_degree(w, b, B, newton_adj, newton_deg, newton_pos)
-                    b += BLOCK
                 if lane == 0:
-                    f.clear_adjacency_row(w, B, B, newton_adj)
-                barrier(newton_fence, w)
-                if lane == 0:
-                    f.eliminate(w, B, newton_adj, newton_pos, newton_deg)
-                barrier(newton_fence, w)
-                b = lane
-                while b < B:
-                    f.pattern_row(w, b, B, newton_adj, newton_pos, newton_padj)
-                    b += BLOCK
-                barrier(newton_fence, w)
-                b = lane
-                while b < B:
-                    f.row_list(w, b, newton_padj, newton_rows, newton_row_len)
-                    b += BLOCK
+                    f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos,
+                                   newton_deg, newton_padj, newton_rows, newton_row_len)
+                    list_runs(w, start, end, B, c_ids, newton_run_end, c_body_runs)
                 barrier(newton_fence, w)
                 b = lane
                 while b < B:  # v* to newton_vs, v0 = v* + M^-1 J^T gamma0 (the warm start) to newton_v
