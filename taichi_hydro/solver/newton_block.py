@@ -20,11 +20,14 @@ from the same ti.funcs (newton_funcs); the lanes of a world's block share its pa
   by a tree of fixed shape in shared memory: deterministic, but summed in another order than
   the world kernel's (the results agree to round-off); the largest residual by the same tree
   (max is exact).
+- Triangular solves by block columns: lane 0 solves a 6x6 diagonal block, then each lane
+  takes a row of a block row that the column's pattern touches (forward: the later block rows;
+  backward, from the last block: the rows of its pattern), the sums of
+  newton_funcs.triangular_solves in the same order.
 - Serial on lane 0, between barriers: the minimum-degree order of the bodies and the list of
   runs by body (once per solve: both walk the whole row list; the order is a sequential
-  elimination),
-  each 6x6 diagonal factor (21 entries, a dependent chain) and the two block triangular solves
-  (each block row waits on the previous ones; their work is a sixth of the factor's).
+  elimination), each 6x6 diagonal factor (21 entries, a dependent chain, in registers) and
+  each diagonal block's triangular solves.
 
 Every branch that contains a barrier depends only on block-uniform values (the world's counts,
 the iteration count, the reduced sums that every lane reads back after a barrier, and alpha,
