@@ -43,7 +43,15 @@ def kernel_for(data, schedule):
     return newton_cg_solver(data.real) if data.cg else newton_solver(data.real)
 
 
-def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto", presweeps=0):
+def offer_last(data, last):
+    """World 0's previous solution (newton_last) is `last` (B, 6), or there is none."""
+    data.newton_kept.fill(0 if last is None else 1)
+    if last is not None:
+        data.newton_last.from_numpy(np.asarray(last, np.float64 if data.real == ti.f64 else np.float32).reshape(1, -1))
+
+
+def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, schedule="world", linear="auto", presweeps=0,
+          last=None):
     """Solve the problem `rec` (keys ids, frame, ra, rb, reg, gamma0, vc, wc, inv_mass, inv_I,
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
@@ -53,7 +61,9 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only); linear:
     [solver] linear ("cg": solver.newton_cg's kernel; its CG iterations come back as
     rec["linear_iterations"]); presweeps: [solver] presweeps. The solve's residual
-    [m/s] (the stopping test's) comes back as rec["residual"]."""
+    [m/s] (the stopping test's) comes back as rec["residual"]. last: velocities (B, 6) offered
+    as the previous solve's solution (newton_last, the candidate start of the world kernels);
+    by default there is none, as on a simulator's first step."""
     n, B = len(rec["ids"]), len(rec["inv_mass"])
     given = rec
     if n == 0:  # no contact rows: one zero row that no world owns
@@ -96,6 +106,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
     data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
     data.body_inv_inertia_W.from_numpy(np.asarray(rec["inv_I"], np.float32)[None])
+    offer_last(data, last)
     kernel = kernel_for(data, schedule)
     own = data.arrays()
     call = [args[k] if k in args else own[k] for k in kernel_parameters(kernel)]
@@ -105,6 +116,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
             args["c_gamma"].from_numpy(np.asarray(rec["gamma0"], np.float32))
             data.body_vc.from_numpy(np.asarray(rec["vc"], np.float32)[None])
             data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
+            offer_last(data, last)  # not the solution of the run before
             kernel(*call)
             return int(data.world_iterations.to_numpy()[0]), int(data.world_updates.to_numpy()[0])
         return again

@@ -87,7 +87,10 @@ class SolverData:
     and its factor, newton_r, newton_p, newton_q (W, 6B) CG's vectors, per contact row c_G (its
     curvature G, contact frame), and world_linear_iterations (W,) i32, the CG iterations of
     the last solve; newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
-    velocities, gradient, step and Jacobi scaling; the body ordering and block pattern
+    velocities, gradient, step and Jacobi scaling; newton_last (W, 6B) the last solve's
+    solution by body (at 6 b) and newton_kept (W,) i32, 1 once a solve has kept one (the next
+    solve's candidate start, solver.newton.world_funcs.choose_start; world schedule); the body
+    ordering and block pattern
     newton_padj, newton_rows (W, B, B) and newton_adj (W, B + 1, ceil(B / 32)), its bit masks
     (cholesky only), and newton_pos (the identity with cg), newton_deg, newton_row_len (W, B)
     (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
@@ -121,6 +124,9 @@ class SolverData:
             for name in ("newton_v", "newton_vs", "newton_grad", "newton_dv", "newton_scale"):
                 setattr(self, name, ti.ndarray(self.real, (W, N)))
             self.newton_pos = ti.ndarray(ti.i32, (W, B))
+            self.newton_last = ti.ndarray(self.real, (W, N))
+            self.newton_kept = ti.ndarray(ti.i32, W)
+            self.newton_kept.fill(0)
         if self.cg:
             self.newton_block = ti.ndarray(self.real, (W, N, 6))
             self.world_linear_iterations = ti.ndarray(ti.i32, W)

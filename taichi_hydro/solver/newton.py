@@ -17,7 +17,10 @@ contact response of the regularised law
     slide: gamma_t = -g u_t / |u_t|,  G_t = (g / |u_t|)(I - t t^T)   (t = u_t / |u_t|),
 
 where the first MODIFIED_ITERATIONS iterations use the isotropic slip curvature (g / |u_t|) I
-(a majorant: fewer iterations on piles than the exact curvature from the start). H is
+(a majorant: fewer iterations on piles than the exact curvature from the start), unless the
+first iterate's residual is already within NEAR_TOLERANCES tolerances: then the exact
+curvature from the first step (near the solution the majorant only slows the convergence to
+linear; the switch costs one more assembly of H). H is
 Jacobi-scaled and factored by a block Cholesky on the bodies' row graph (6x6 blocks,
 minimum-degree order: only the blocks of touching bodies and their fill are written and
 factored, in the world's dense H array); an exact line search (Newton on phi'(alpha) with a
@@ -44,6 +47,13 @@ With [solver] presweeps > 0 the world kernels first run that many projected Gaus
 sweeps at most from the warm start (world_funcs.gauss_seidel_sweeps, relaxation omega; the
 same fixed point), and Newton starts from their impulses and velocities: they settle the
 lagged bounds on which Newton's residual can stall for several iterations on a pile.
+The first iterate is the warm start v0 = v* + M^-1 J^T gamma0 (the previous solve's impulses on
+this step's rows) or, on the world schedule, the previous solve's solution (newton_last: the
+mobile bodies' velocities at the end of the last step, Drake SAP's start), whichever has the
+lower cost l(v; g0) at the warm start's bounds g0 (world_funcs.choose_start): on a settled pile
+the rows change every step, so the mapped impulses balance worse than the last velocities; a
+solution of the last step that no longer fits (an impact, a reset world) costs more and is not
+taken. Worlds with bilateral rows, and the block schedule, start from the warm start only.
 Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
 clamped, see there) and are solved with the contacts, warm-started from their impulses of the
 previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
@@ -61,9 +71,11 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
 from .world_schedule import world_spread
 
-__all__ = ["newton_funcs", "world_funcs", "newton_solver", "MODIFIED_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
+__all__ = ["newton_funcs", "world_funcs", "newton_solver", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
+NEAR_TOLERANCES = 1e3
+"""A first residual within this many tolerances starts the exact slip curvature at once."""
 LINE_SEARCH_EVALUATIONS = 20
 LINE_SEARCH_RTOL = 1e-2  # stop the line search when |phi'(alpha)| <= this x |phi'(0)|
 ALPHA_MAX = 16.0
@@ -589,6 +601,16 @@ def newton_funcs(real):
         return -(gamma * jd), G * jd * jd
 
     @ti.func
+    def contact_cost(u: rvec3, g: real, reg: contact_reg) -> real:
+        """One contact's term of the cost l(v; g) [J] at its velocity u (the integral of
+        -gamma(u) that response() differentiates): (vhat - u_n)_+^2 / (2 R_n) plus the
+        Huber function of the slip, |u_t|^2 / (2 R_t) up to g R_t, then g |u_t| - g^2 R_t / 2."""
+        Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
+        x = ti.max(vhat - u[2], 0.0)
+        slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
+        return x * x / (2.0 * Rn) + ti.select(slip <= g * Rt, slip * slip / (2.0 * Rt), g * slip - 0.5 * g * g * Rt)
+
+    @ti.func
     def step_body(w: ti.i32, p: ti.i32, alpha: real, v: ti.template(), dv: ti.template()):
         """v += alpha dv for the body at offset p."""
         for k in ti.static(range(6)):
@@ -809,6 +831,81 @@ def world_funcs(real):
                                  ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
 
     @ti.func
+    def contact_cost_total(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_reg: ti.template(),
+                           body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
+                           newton_v: ti.template(), newton_vs: ti.template(), newton_dv: ti.template(), c_bound: ti.template(),
+                           c_u: ti.template()) -> real:
+        """The cost l(v; g) [J] of a world without bilateral rows at the iterate newton_v, its
+        contact rows' velocities u = J v in c_u and bounds g in c_bound (newton_dv holds v - v*
+        afterwards)."""
+        for b in range(B):
+            p = 6 * newton_pos[w, b]
+            for k in ti.static(range(6)):
+                newton_dv[w, p + k] = newton_v[w, p + k] - newton_vs[w, p + k]
+        dMd, dMv = ti.cast(0.0, real), ti.cast(0.0, real)
+        for b in range(B):
+            dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_vs, newton_vs, newton_dv, body_inv_mass,
+                                          body_inv_inertia_W, dMd, dMv)
+        out = 0.5 * dMd
+        for c in range(start, end):
+            out += f.contact_cost(c_u[c], c_bound[c], c_reg[c])
+        return out
+
+    @ti.func
+    def choose_start(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+                     c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(),
+                     body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
+                     newton_v: ti.template(), newton_vs: ti.template(), newton_last: ti.template(), newton_kept: ti.template(),
+                     newton_grad: ti.template(), newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(),
+                     c_jdv: ti.template()) -> ti.i32:
+        """The first iterate: of the warm start v0 (in newton_v, u0 in c_u) and the last solve's
+        solution (newton_last, by body: the mobile bodies' velocities at the end of the previous
+        step, SAP's start), the one of lower cost l(v; g0), both with the warm start's bounds.
+        Returns 1 when it is the last solution. (newton_grad and c_jdv hold v0 and u0 meanwhile.)
+        Worlds with bilateral rows keep the warm start: there a contact's friction and a joint's
+        rows can hold an internal force between them that no body's residual sees (both act on
+        the same body), and a start that carries the last step's split keeps it within the
+        tolerance (test_joints' finger held by a prismatic joint on a pad kept a larger tangential
+        contact force from that start)."""
+        last = 0
+        if newton_kept[w] == 1 and jend == jstart:
+            cost0 = contact_cost_total(w, wm, start, end, B, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                       newton_vs, newton_dv, c_bound, c_u)
+            for i in range(6 * B):
+                newton_grad[w, i] = newton_v[w, i]
+            for c in range(start, end):
+                c_jdv[c] = c_u[c]
+            for b in range(B):
+                if body_inv_mass[wm, b] > 0.0:
+                    p = 6 * newton_pos[w, b]
+                    for k in ti.static(range(6)):
+                        newton_v[w, p + k] = newton_last[w, 6 * b + k]
+            for c in range(start, end):
+                ids = c_ids[c]
+                c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
+                                     ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+            cost1 = contact_cost_total(w, wm, start, end, B, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                       newton_vs, newton_dv, c_bound, c_u)
+            last = 1
+            if cost1 >= cost0:
+                last = 0
+                for i in range(6 * B):
+                    newton_v[w, i] = newton_grad[w, i]
+                for c in range(start, end):
+                    c_u[c] = c_jdv[c]
+        return last
+
+    @ti.func
+    def keep_solution(w: ti.i32, B: ti.i32, newton_pos: ti.template(), newton_v: ti.template(), newton_last: ti.template(),
+                      newton_kept: ti.template()):
+        """The solution's velocities by body (newton_last), the next solve's candidate start."""
+        newton_kept[w] = 1
+        for b in range(B):
+            p = 6 * newton_pos[w, b]
+            for k in ti.static(range(6)):
+                newton_last[w, 6 * b + k] = newton_v[w, p + k]
+
+    @ti.func
     def gauss_seidel_sweeps(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, sweeps: ti.i32, tolerance: float,
                             omega: float, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                             c_reg: ti.template(), c_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(),
@@ -992,6 +1089,8 @@ def newton_solver(real):
         newton_H: nd(dtype=real, ndim=3),
         newton_v: nd(dtype=real, ndim=2),
         newton_vs: nd(dtype=real, ndim=2),
+        newton_last: nd(dtype=real, ndim=2),
+        newton_kept: nd(dtype=ti.i32, ndim=1),
         newton_grad: nd(dtype=real, ndim=2),
         newton_dv: nd(dtype=real, ndim=2),
         newton_scale: nd(dtype=real, ndim=2),
@@ -1046,11 +1145,16 @@ def newton_solver(real):
                     wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                                   b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
                                   c_bound, c_u)
+                    near = 0
+                    evaluations += 2 * (end - start) * newton_kept[w] * (1 if jend == jstart else 0)
+                    wf.choose_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                                    body_inv_inertia_W, newton_pos, newton_v, newton_vs, newton_last, newton_kept, newton_grad,
+                                    newton_dv, c_bound, c_u, c_jdv)
                     evaluations += (end - start) * wf.gauss_seidel_sweeps(
                         w, wm, start, end, B, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc,
                         body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, c_bound, c_u)
                     while True:
-                        modified = 1 if it < MODIFIED_ITERATIONS else 0
+                        modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
                         # Gradient and Hessian: M first (identity rows for immobile bodies), then
                         # the contacts; only the blocks of the factor's pattern are touched.
                         for I in range(B):
@@ -1105,6 +1209,9 @@ def newton_solver(real):
                         residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
                         if residual <= tolerance or it >= iterations or short == 1:
                             break
+                        if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                            near = 1  # close already: the exact curvature from the first step
+                            continue
                         f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                            newton_row_len)
                         short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
@@ -1115,6 +1222,7 @@ def newton_solver(real):
                     wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                                       b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
                                       newton_vs, c_bound, c_u)
+                    wf.keep_solution(w, B, newton_pos, newton_v, newton_last, newton_kept)
                 world_iterations[w] = it
                 world_residual[w] = ti.cast(residual, float)
                 world_contacts[w] = end - start

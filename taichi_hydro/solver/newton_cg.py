@@ -52,7 +52,7 @@ import taichi as ti
 from .. import backend
 
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
-from .newton import MODIFIED_ITERATIONS, newton_funcs, world_funcs
+from .newton import MODIFIED_ITERATIONS, NEAR_TOLERANCES, newton_funcs, world_funcs
 from .world_schedule import world_spread
 
 __all__ = ["cg_funcs", "newton_cg_solver", "CG_RTOL", "CG_ATOL"]
@@ -303,6 +303,8 @@ def newton_cg_solver(real):
         newton_block: nd(dtype=real, ndim=3),
         newton_v: nd(dtype=real, ndim=2),
         newton_vs: nd(dtype=real, ndim=2),
+        newton_last: nd(dtype=real, ndim=2),
+        newton_kept: nd(dtype=ti.i32, ndim=1),
         newton_grad: nd(dtype=real, ndim=2),
         newton_dv: nd(dtype=real, ndim=2),
         newton_scale: nd(dtype=real, ndim=2),
@@ -353,11 +355,16 @@ def newton_cg_solver(real):
                     wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                                   b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
                                   c_bound, c_u)
+                    near = 0
+                    evaluations += 2 * (end - start) * newton_kept[w] * (1 if jend == jstart else 0)
+                    wf.choose_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                                    body_inv_inertia_W, newton_pos, newton_v, newton_vs, newton_last, newton_kept, newton_grad,
+                                    newton_dv, c_bound, c_u, c_jdv)
                     evaluations += (end - start) * wf.gauss_seidel_sweeps(
                         w, wm, start, end, B, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc,
                         body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, c_bound, c_u)
                     while True:
-                        modified = 1 if it < MODIFIED_ITERATIONS else 0
+                        modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
                         # Gradient, row curvatures and the preconditioner's blocks.
                         for b in range(B):
                             g.mass_block(w, wm, b, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W, newton_grad, newton_block)
@@ -377,6 +384,9 @@ def newton_cg_solver(real):
                         residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
                         if residual <= tolerance or it >= iterations or short == 1:
                             break
+                        if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                            near = 1  # close already: the exact curvature from the first step (solver.newton)
+                            continue
                         for b in range(B):
                             g.factor_block(w, b, newton_block, newton_scale)
                         # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
@@ -425,6 +435,7 @@ def newton_cg_solver(real):
                     wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
                                       b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
                                       newton_vs, c_bound, c_u)
+                    wf.keep_solution(w, B, newton_pos, newton_v, newton_last, newton_kept)
                 world_iterations[w] = it
                 world_linear_iterations[w] = linear
                 world_residual[w] = ti.cast(residual, float)
