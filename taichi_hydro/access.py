@@ -15,6 +15,7 @@ from .errors import SceneError
 from .joint import kernels as jk
 from .params import sample_values, scene_parameters
 from .plan import Plan
+from .solver.newton import forget_solutions
 from .state import STATE_FIELDS, checked_checkpoint, checked_reset_state, checked_state, reset_worlds, select_worlds
 from .types import FROZEN_REASONS, host_float
 
@@ -79,7 +80,8 @@ class WorldAccess:
 
         A reset world also loses its controls (set_control; set_joint_control's go back to the
         scene's values), its warm start (pair impulses and stored per-polygon and joint
-        impulses: its next step starts cold, like a fresh simulator), its
+        impulses, and Newton's previous solution: its next step starts cold, like a fresh
+        simulator), its
         divergence flag and solver statistics, its tactile images (zero until its next step)
         and its world_steps() count; every other world
         is untouched bit for bit. Per-world parameters persist (reset_parameters restores
@@ -97,6 +99,9 @@ class WorldAccess:
         args.update({f"stage_{k}": stage[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)})
         self._reset_plan.run(args)
         self.warm.forget(self.world_row)
+        if "newton_kept" in args:  # Newton's previous solution is part of the warm start
+            spend_launches(1)
+            forget_solutions(self.world_row, args["newton_kept"])
         self.tactile_sensors.clear(self.world_row)
         self._contact_fresh = False
         self._world_steps[selected] = 0

@@ -71,7 +71,7 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
 from .world_schedule import world_spread
 
-__all__ = ["newton_funcs", "world_funcs", "newton_solver", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
+__all__ = ["newton_funcs", "world_funcs", "newton_solver", "forget_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
 NEAR_TOLERANCES = 1e3
@@ -1229,3 +1229,13 @@ def newton_solver(real):
                 world_updates[w] = evaluations
 
     return solve_newton
+
+
+@ti.kernel
+def forget_solutions(world_row: nd(dtype=ti.i32, ndim=1), newton_kept: nd(dtype=ti.i32, ndim=1)):
+    """Worlds w with world_row[w] >= 0 (reset worlds) have no previous solution: their next
+    Newton solve starts from the warm start alone (solver.newton.world_funcs.choose_start)."""
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
+    for w in range(world_row.shape[0]):
+        if world_row[w] >= 0:
+            newton_kept[w] = 0
