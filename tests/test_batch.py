@@ -247,6 +247,17 @@ def resting_balls():
     return scene([ground(), ball(z=0.096, velocity=[0.05, 0.0, 0.0])], dt=1e-3, solver=solver)
 
 
+def steps_like_a_fresh_simulator(sim, world, scene_, n):
+    """`world` of `sim`, stepped n times, matches a fresh one-world simulator of `scene_` stepped
+    as many: round-off only, n EPS32 L with L = 0.1 m, n EPS32 V with V = 1 m/s."""
+    sim.step(n)
+    fresh = th.Simulator(scene_)
+    fresh.step(n)
+    out, ref = sim.get_state(), fresh.get_state()
+    for key, scale in (("position", n * EPS32 * 0.1), ("velocity", n * EPS32 * 1.0), ("angular_velocity", n * EPS32 * 1.0 / 0.1)):
+        np.testing.assert_allclose(out[key][world], ref[key][0], rtol=0, atol=scale, err_msg=key)
+
+
 def test_reset_forgets_newtons_previous_solution(arch):
     """Newton's world kernel may start from the previous step's solution (newton_last); a reset
     world has none (Simulator.reset), so its next steps are a fresh simulator's. The resting,
@@ -265,13 +276,7 @@ def test_reset_forgets_newtons_previous_solution(arch):
     sim.step(30)
     sim.reset(worlds=[1])
     assert sim.solver.newton_kept.to_numpy().tolist() == [1, 0]
-    n = 15
-    sim.step(n)
-    fresh = th.Simulator(make())
-    fresh.step(n)
-    out, ref = sim.get_state(), fresh.get_state()
-    for key, scale in (("position", n * EPS32 * 0.1), ("velocity", n * EPS32 * 1.0), ("angular_velocity", n * EPS32 * 1.0 / 0.1)):
-        np.testing.assert_allclose(out[key][1], ref[key][0], rtol=0, atol=scale, err_msg=key)
+    steps_like_a_fresh_simulator(sim, 1, make(), 15)
 
 
 def assert_state_equal(a, b, world_a, world_b=None):
@@ -304,13 +309,7 @@ def test_reset_selected_worlds_only(arch):
     np.testing.assert_array_equal(controls[:, 1, 0], np.float32([0.2, 0.0, 0.6]))
     assert sim.world_steps().tolist() == [30, 0, 30] and sim.step_count == 30
 
-    n = 15
-    sim.step(n)
-    fresh = th.Simulator(resting_balls())
-    fresh.step(n)
-    out, ref = sim.get_state(), fresh.get_state()
-    for key, scale in (("position", n * EPS32 * 0.1), ("velocity", n * EPS32 * 1.0), ("angular_velocity", n * EPS32 * 1.0 / 0.1)):
-        np.testing.assert_allclose(out[key][1], ref[key][0], rtol=0, atol=scale, err_msg=key)
+    steps_like_a_fresh_simulator(sim, 1, resting_balls(), 15)
     assert sim.world_steps().tolist() == [45, 15, 45]
 
     # A boolean mask, and a given state (rows in the order of the selection).
