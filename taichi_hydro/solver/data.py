@@ -164,4 +164,3 @@ class SolverData:
 
     def arrays(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
-
