@@ -52,8 +52,9 @@ def body_errors(v: np.ndarray, w: np.ndarray, v_ref: np.ndarray, w_ref: np.ndarr
 
 class Reference:
     """Method newton in float64 on a simulator's assembled problem: a SolverData of its own
-    (velocities, Newton scratch) and the simulator's contact rows, whose warm-start impulses it
-    overwrites (the caller restores them)."""
+    (velocities, Newton scratch; the free velocities and Newton's candidate start, the previous
+    solution, copied from the simulator's) and the simulator's contact rows, whose warm-start
+    impulses it overwrites (the caller restores them)."""
 
     def __init__(self, sim, rows: int):
         import taichi_hydro as th
@@ -77,8 +78,10 @@ class Reference:
         from taichi_hydro import hostcopy
 
         own = self.data.arrays()
-        for name in ("body_vc", "body_wc", "body_inv_inertia_W"):
-            hostcopy.copy(own[name], args[name])
+        shared = ("body_vc", "body_wc", "body_inv_inertia_W", "newton_last", "newton_kept")
+        for name in shared:  # the free velocities and Newton's candidate start: the simulator's
+            if name in args:
+                hostcopy.copy(own[name], args[name])
         values = {**args, **own, "iterations": self.options.iterations, "tolerance": self.options.tolerance,
                   "omega": self.options.relaxation, "presweeps": 0}
         self.kernel(*(values[n] for n in self.names))

@@ -53,7 +53,10 @@ mobile bodies' velocities at the end of the last step, Drake SAP's start), which
 lower cost l(v; g0) at the warm start's bounds g0 (world_funcs.choose_start): on a settled pile
 the rows change every step, so the mapped impulses balance worse than the last velocities; a
 solution of the last step that no longer fits (an impact, a reset world) costs more and is not
-taken. Worlds with bilateral rows, and the block schedule, start from the warm start only.
+taken. The lagged bounds can cycle from that start (a rigid box coming to a stop on a rigid
+table): a solve from it that has not converged after LAST_START_ITERATIONS iterations starts
+again from the warm start. Worlds with bilateral rows, and the block schedule, start from the
+warm start only.
 Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
 clamped, see there) and are solved with the contacts, warm-started from their impulses of the
 previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
@@ -71,11 +74,14 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
 from .world_schedule import world_spread
 
-__all__ = ["newton_funcs", "world_funcs", "newton_solver", "forget_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
+__all__ = ["newton_funcs", "world_funcs", "newton_solver", "forget_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
 NEAR_TOLERANCES = 1e3
 """A first residual within this many tolerances starts the exact slip curvature at once."""
+LAST_START_ITERATIONS = 20
+"""A solve started from the previous solution that has not converged after this many
+iterations starts again from the warm start (world_funcs.choose_start)."""
 LINE_SEARCH_EVALUATIONS = 20
 LINE_SEARCH_RTOL = 1e-2  # stop the line search when |phi'(alpha)| <= this x |phi'(0)|
 ALPHA_MAX = 16.0
@@ -1147,7 +1153,7 @@ def newton_solver(real):
                                   c_bound, c_u)
                     near = 0
                     evaluations += 2 * (end - start) * newton_kept[w] * (1 if jend == jstart else 0)
-                    wf.choose_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                    from_last = wf.choose_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
                                     body_inv_inertia_W, newton_pos, newton_v, newton_vs, newton_last, newton_kept, newton_grad,
                                     newton_dv, c_bound, c_u, c_jdv)
                     evaluations += (end - start) * wf.gauss_seidel_sweeps(
@@ -1207,6 +1213,14 @@ def newton_solver(real):
                             if mobile_a and mobile_b:
                                 f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
                         residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
+                        if from_last == 1 and residual > tolerance and it >= ti.min(iterations, LAST_START_ITERATIONS):
+                            # Not converging from the last solution (the lagged bounds can cycle there,
+                            # as on a rigid box coming to a stop): solve again from the warm start.
+                            wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
+                                          b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
+                                          newton_vs, c_bound, c_u)
+                            from_last, near, it, short = 0, 0, 0, 0
+                            continue
                         if residual <= tolerance or it >= iterations or short == 1:
                             break
                         if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
