@@ -17,7 +17,12 @@ repeats of its solve, less the least time of the same solve capped at one iterat
 iterations after the first: the cost of an iteration without the per-solve setup and the host
 copies; the least times are those least disturbed by other processes) and us_capped_at_one (that
 least time of the solve capped at one iteration: the launch, the per-solve setup, one iteration
-and the copies).
+and the copies) and us_setup (the least time of the kernel alone, without copies, capped at no
+iteration, the previous solution kept: the launch, the ordering of the bodies, the warm start,
+the choice of the start, one assembly and the residual; the cost of a solve that stops at its
+start), us_setup_no_contacts (the same for the largest step's bodies without their contacts: the
+eager launch from Python, which pays for each of the kernel's ndarray arguments, and the
+contact-free part of the setup; Simulator.step launches through a compiled graph instead).
 
 Each run is cold: the offline cache and Mesa's shader cache point at fresh empty folders."""
 
@@ -32,6 +37,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,7 +137,7 @@ def main() -> None:
                inlined_total=sum(counts.values()),
                inlined=dict(counts.most_common()))
     if args.timing:
-        per_iteration, capped = [], []
+        per_iteration, capped, setup = [], [], []
         for rec in recs:  # the full solve against one capped at one iteration: the same setup and copies
             full = newton_problems.solve(dict(rec), timed=True, **kernel)
             one = newton_problems.solve(dict(rec), iterations=1, timed=True, **kernel)
@@ -145,9 +152,29 @@ def main() -> None:
             # the least of each: the runs least disturbed by other processes
             per_iteration.append((min(t_full) - min(t_one)) / (its - 1))
             capped.append(min(t_one))
+            zero = newton_problems.solve(dict(rec), iterations=0, timed=True, **kernel)
+            zero()  # a solution kept: the launches below weigh it as a start (choose_start)
+            t_zero = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                zero.launch()
+                t_zero.append(time.perf_counter() - t0)
+            setup.append(min(t_zero))
         out["us_per_iteration"] = [round(1e6 * x, 1) for x in per_iteration]
         out["us_capped_at_one"] = [round(1e6 * x, 1) for x in capped]
         out["us_per_iteration_mean"] = round(1e6 * sum(per_iteration) / len(per_iteration), 1)
+        out["us_setup"] = [round(1e6 * x, 1) for x in setup]
+        # The same launch for the largest step's bodies without a contact: the launch's own
+        # cost (eager, from Python: its ndarray arguments) and the contact-free setup.
+        empty = {**recs[0], **{k: np.asarray(recs[0][k])[:0] for k in ("ids", "frame", "ra", "rb", "reg", "gamma0")}}
+        zero = newton_problems.solve(empty, iterations=0, timed=True, **kernel)
+        zero()
+        t_zero = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            zero.launch()
+            t_zero.append(time.perf_counter() - t0)
+        out["us_setup_no_contacts"] = round(1e6 * min(t_zero), 1)
         out["contacts"] = [int(r["n"]) for r in recs]
     ti.reset()  # writes the offline cache
     out["cache_bytes"] = folder_bytes(cache)

@@ -56,7 +56,8 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     reach, as in the prototype's records) with the package's Newton kernel in one world.
     Returns (v (B, 6) float64: linear and angular velocity, gamma (n, 3) contact frame,
     iterations, contact evaluations); timed: a function that runs the kernel again on the same
-    arrays instead (for timing). bilateral: keyword arguments of BilateralRows.set_points (world 0),
+    arrays instead (for timing; its attribute `launch` runs the kernel alone, without resetting
+    the arrays). bilateral: keyword arguments of BilateralRows.set_points (world 0),
     whose solved impulses come back as rec["b_gamma"] (points, 3 directions). schedule: "world"
     (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only); linear:
     [solver] linear ("cg": solver.newton_cg's kernel; its CG iterations come back as
@@ -119,6 +120,11 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
             offer_last(data, last)  # not the solution of the run before
             kernel(*call)
             return int(data.world_iterations.to_numpy()[0]), int(data.world_updates.to_numpy()[0])
+
+        def launch():  # the kernel alone, on whatever its arrays hold now (no copies)
+            kernel(*call)
+            ti.sync()
+        again.launch = launch
         return again
     points = len(bilateral["body_a"]) if bilateral else 0
     given["b_gamma"] = rows.b_gamma.to_numpy()[:3 * points].reshape(points, 3)
