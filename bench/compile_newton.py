@@ -47,6 +47,20 @@ def folder_bytes(path: str) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
+def least_setup_time(newton_problems, rec, kernel: dict, repeats: int) -> float:
+    """The least time [s] over `repeats` launches of the solve kernel alone on `rec` (one world),
+    capped at no iteration, after one solve has kept its solution (so that the launches weigh
+    it as a start, as a simulator's step does)."""
+    zero = newton_problems.solve(dict(rec), iterations=0, timed=True, **kernel)
+    zero()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        zero.launch()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def count_inlines() -> collections.Counter:
     """Count every ti.func call made while a kernel is compiled (one per inlined call site)."""
     from taichi.lang import impl, kernel_impl
@@ -152,14 +166,7 @@ def main() -> None:
             # the least of each: the runs least disturbed by other processes
             per_iteration.append((min(t_full) - min(t_one)) / (its - 1))
             capped.append(min(t_one))
-            zero = newton_problems.solve(dict(rec), iterations=0, timed=True, **kernel)
-            zero()  # a solution kept: the launches below weigh it as a start (choose_start)
-            t_zero = []
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                zero.launch()
-                t_zero.append(time.perf_counter() - t0)
-            setup.append(min(t_zero))
+            setup.append(least_setup_time(newton_problems, rec, kernel, args.repeats))
         out["us_per_iteration"] = [round(1e6 * x, 1) for x in per_iteration]
         out["us_capped_at_one"] = [round(1e6 * x, 1) for x in capped]
         out["us_per_iteration_mean"] = round(1e6 * sum(per_iteration) / len(per_iteration), 1)
@@ -167,14 +174,7 @@ def main() -> None:
         # The same launch for the largest step's bodies without a contact: the launch's own
         # cost (eager, from Python: its ndarray arguments) and the contact-free setup.
         empty = {**recs[0], **{k: np.asarray(recs[0][k])[:0] for k in ("ids", "frame", "ra", "rb", "reg", "gamma0")}}
-        zero = newton_problems.solve(empty, iterations=0, timed=True, **kernel)
-        zero()
-        t_zero = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            zero.launch()
-            t_zero.append(time.perf_counter() - t0)
-        out["us_setup_no_contacts"] = round(1e6 * min(t_zero), 1)
+        out["us_setup_no_contacts"] = round(1e6 * least_setup_time(newton_problems, empty, kernel, args.repeats), 1)
         out["contacts"] = [int(r["n"]) for r in recs]
     ti.reset()  # writes the offline cache
     out["cache_bytes"] = folder_bytes(cache)
