@@ -912,6 +912,25 @@ def world_funcs(real):
                 newton_last[w, 6 * b + k] = newton_v[w, p + k]
 
     @ti.func
+    def start_again(from_last: ti.i32, residual: real, tolerance: real, it: ti.i32, iterations: ti.i32, w: ti.i32, wm: ti.i32,
+                    start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(), c_frame: ti.template(),
+                    c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(), c_gamma: ti.template(), b_ids: ti.template(),
+                    b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(), body_vc: ti.template(),
+                    body_wc: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                    newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
+                    c_u: ti.template()) -> ti.i32:
+        """1 when a solve started from the last solution (from_last) has not converged after
+        LAST_START_ITERATIONS iterations (or the cap, if lower): the lagged bounds can cycle
+        there, as on a rigid box coming to a stop. The warm start is then written again
+        (warm_start), and the caller solves from it afresh."""
+        again = 0
+        if from_last == 1 and residual > tolerance and it >= ti.min(iterations, LAST_START_ITERATIONS):
+            warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
+                       body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs, c_bound, c_u)
+            again = 1
+        return again
+
+    @ti.func
     def gauss_seidel_sweeps(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, sweeps: ti.i32, tolerance: float,
                             omega: float, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                             c_reg: ti.template(), c_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(),
@@ -1213,12 +1232,9 @@ def newton_solver(real):
                             if mobile_a and mobile_b:
                                 f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
                         residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
-                        if from_last == 1 and residual > tolerance and it >= ti.min(iterations, LAST_START_ITERATIONS):
-                            # Not converging from the last solution (the lagged bounds can cycle there,
-                            # as on a rigid box coming to a stop): solve again from the warm start.
-                            wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
-                                          b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                          newton_vs, c_bound, c_u)
+                        if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, start, end, jstart, jend, B, c_ids,
+                                          c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
+                                          body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs, c_bound, c_u) == 1:
                             from_last, near, it, short = 0, 0, 0, 0
                             continue
                         if residual <= tolerance or it >= iterations or short == 1:

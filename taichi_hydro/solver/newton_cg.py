@@ -52,7 +52,7 @@ import taichi as ti
 from .. import backend
 
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
-from .newton import LAST_START_ITERATIONS, MODIFIED_ITERATIONS, NEAR_TOLERANCES, newton_funcs, world_funcs
+from .newton import MODIFIED_ITERATIONS, NEAR_TOLERANCES, newton_funcs, world_funcs
 from .world_schedule import world_spread
 
 __all__ = ["cg_funcs", "newton_cg_solver", "CG_RTOL", "CG_ATOL"]
@@ -382,11 +382,9 @@ def newton_cg_solver(real):
                                 g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
                         evaluations += end - start + jend - jstart
                         residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
-                        if from_last == 1 and residual > tolerance and it >= ti.min(iterations, LAST_START_ITERATIONS):
-                            # Not converging from the last solution: again from the warm start (solver.newton).
-                            wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
-                                          b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                          newton_vs, c_bound, c_u)
+                        if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, start, end, jstart, jend, B, c_ids,
+                                          c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
+                                          body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs, c_bound, c_u) == 1:
                             from_last, near, it, short = 0, 0, 0, 0
                             continue
                         if residual <= tolerance or it >= iterations or short == 1:
