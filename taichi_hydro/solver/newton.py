@@ -502,13 +502,23 @@ def newton_funcs(real):
                 H[w, 6 * I + r, 6 * K + s] = 0.0
 
     @ti.func
+    def inertia(w: ti.i32, b: ti.i32, body_inv_inertia_W: ti.template()) -> rmat3:
+        """Body b's world-frame inertia [kg m^2] in `real`: the inverse of the stored inverse,
+        symmetrised. (The state's R I^-1 R^T is symmetric only to its float32 round-off; with
+        the asymmetric part the gradient's I w and the line search's (I dw) . w disagree by
+        ~1e-8 of either, and the line search of a lone sphere on the ground stalled at a
+        residual of 1e-9 m/s, taking its own round-off for an uphill slope.)"""
+        A = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+        return 0.5 * (A + A.transpose())
+
+    @ti.func
     def mass_terms(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), vs: ti.template(), body_inv_mass: ti.template(),
                    body_inv_inertia_W: ti.template(), grad: ti.template(), H: ti.template()):
         """Body b's (at offset p = 6 position) gradient M (v - v*) and diagonal block M of l
         (identity and zero gradient for an immobile body: it keeps its velocity)."""
         inv_m = ti.cast(body_inv_mass[wm, b], real)
         if inv_m > 0.0:
-            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+            I_W = inertia(w, b, body_inv_inertia_W)
             dvl = rvec3(0.0)
             dwl = rvec3(0.0)
             for k in ti.static(range(3)):
@@ -583,7 +593,7 @@ def newton_funcs(real):
         inv_m = ti.cast(body_inv_mass[wm, b], real)
         sum_d, sum_v = dMd, dMv
         if inv_m > 0.0:
-            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+            I_W = inertia(w, b, body_inv_inertia_W)
             dvl = rvec3(dv[w, p], dv[w, p + 1], dv[w, p + 2])
             dwl = rvec3(dv[w, p + 3], dv[w, p + 4], dv[w, p + 5])
             xv = rvec3(v[w, p] - vs[w, p], v[w, p + 1] - vs[w, p + 1], v[w, p + 2] - vs[w, p + 2])

@@ -84,7 +84,7 @@ def cg_funcs(real):
             P[w, p + r, c] = 0.0
         inv_m = ti.cast(body_inv_mass[wm, b], real)
         if inv_m > 0.0:
-            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+            I_W = f.inertia(w, b, body_inv_inertia_W)
             dvl = rvec3(v[w, p] - vs[w, p], v[w, p + 1] - vs[w, p + 1], v[w, p + 2] - vs[w, p + 2])
             dwl = rvec3(v[w, p + 3] - vs[w, p + 3], v[w, p + 4] - vs[w, p + 4], v[w, p + 5] - vs[w, p + 5])
             Iw = f.mat_vec(I_W, dwl)
@@ -185,7 +185,7 @@ def cg_funcs(real):
         p = 6 * b
         inv_m = ti.cast(body_inv_mass[wm, b], real)
         if inv_m > 0.0:
-            I_W = ti.cast(body_inv_inertia_W[w, b], real).inverse()
+            I_W = f.inertia(w, b, body_inv_inertia_W)
             Iw = f.mat_vec(I_W, rvec3(x[w, p + 3], x[w, p + 4], x[w, p + 5]))
             for k in ti.static(range(3)):
                 y[w, p + k] = x[w, p + k] / inv_m
@@ -247,7 +247,7 @@ def cg_funcs(real):
                 xv = rvec3(x[w, p], x[w, p + 1], x[w, p + 2])
                 xw = rvec3(x[w, p + 3], x[w, p + 4], x[w, p + 5])
                 rr += inv_m * rv.dot(rv) + rw.dot(f.mat_vec(inv_I, rw))
-                xx += xv.dot(xv) / inv_m + xw.dot(f.mat_vec(inv_I.inverse(), xw))
+                xx += xv.dot(xv) / inv_m + xw.dot(f.mat_vec(f.inertia(w, b, body_inv_inertia_W), xw))
         return rr, xx
 
     @ti.func
