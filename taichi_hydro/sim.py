@@ -364,16 +364,22 @@ class Simulator(WorldAccess):
         with linear "cg", each Hessian product's rows too), and
         linear_iterations: the conjugate-gradient iterations of Newton's steps (linear "cg",
         summed over the solve's Newton iterations; 0 for every other solver, see
-        linear_solver)."""
+        linear_solver), and islands: the groups of bodies that Newton on the world schedule
+        solved apart (bodies joined by contacts or joints between mobile bodies; a body alone,
+        or an immobile one, is an island of its own; 0 for every other solver, and on the
+        block schedule, which solves a world whole). Newton's iterations are then its slowest
+        island's."""
         s = self.solver
-        spend_launches(5 if s.cg else 4)
+        islands = hasattr(s, "world_islands")
+        spend_launches((5 if s.cg else 4) + (1 if islands else 0))
         iterations = hostcopy.to_numpy(s.world_iterations).astype(int)
         contacts = hostcopy.to_numpy(s.world_contacts).astype(int)
         world_rows = self.options.schedule in ("world", "block")
         updates = hostcopy.to_numpy(s.world_updates).astype(int) if world_rows else iterations * contacts
         linear = hostcopy.to_numpy(s.world_linear_iterations).astype(int) if s.cg else np.zeros(self.worlds, int)
         return {"iterations": iterations, "residual": hostcopy.to_numpy(s.world_residual), "contacts": contacts,
-                "updates": updates, "linear_iterations": linear}
+                "updates": updates, "linear_iterations": linear,
+                "islands": hostcopy.to_numpy(s.world_islands).astype(int) if islands else np.zeros(self.worlds, int)}
 
     @live
     def step_totals(self) -> dict[str, float]:

@@ -31,6 +31,19 @@ def prototype():
     return module
 
 
+def oracle(P, rec):
+    """The prototype's Problem (P: prototype()) for the record `rec`, with the mass matrix the
+    kernels use: each inertia the symmetrised float64 inverse of the dumped float32 inverse
+    (solver.newton.newton_funcs.inertia). The dumped inverses are symmetric only to float32
+    round-off, and the prototype's M = inv(inv_I) keeps that asymmetric part: the two fixed
+    points then differ by ~1e-8 of the velocities."""
+    inv_I = np.asarray(rec["inv_I"], np.float32).astype(np.float64)
+    mobile = np.asarray(rec["inv_mass"]) > 0  # the others have no inertia (inv_I may be 0)
+    inertia = np.linalg.inv(inv_I[mobile])
+    inv_I[mobile] = np.linalg.inv(0.5 * (inertia + np.swapaxes(inertia, 1, 2)))
+    return P.Problem({**rec, "inv_I": inv_I})
+
+
 def problems(name):
     """The records of `name`_problems.npz with at least one contact."""
     return [r for r in prototype().load_problems(PROTOTYPE / f"{name}_problems.npz") if r["n"] > 0]
@@ -130,6 +143,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     given["b_gamma"] = rows.b_gamma.to_numpy()[:3 * points].reshape(points, 3)
     given["linear_iterations"] = int(data.world_linear_iterations.to_numpy()[0]) if data.cg else 0
     given["residual"] = float(data.world_residual.to_numpy()[0])
+    given["islands"] = int(data.world_islands.to_numpy()[0]) if schedule == "world" else 1
     # The float64 iterate, by body (newton_pos orders the blocks).
     pos = data.newton_pos.to_numpy()[0]
     x = data.newton_v.to_numpy()[0].reshape(-1, 6)[pos]

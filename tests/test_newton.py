@@ -12,7 +12,7 @@ import taichi_hydro as th
 from taichi_hydro.solver import SolverOptions
 
 from conftest import ROOT
-from newton_problems import problems, prototype, solve, solve_batch
+from newton_problems import oracle, problems, prototype, solve, solve_batch
 
 TOLERANCE = th.SolverSettings().tolerance  # [m/s]
 EPS32 = float(np.finfo(np.float32).eps)
@@ -48,7 +48,7 @@ def test_newton_reaches_the_coulomb_fixed_point_on_dumped_steps(arch, name):
       (observed: 1.5e-6 m/s on the pile)."""
     P = prototype()
     for rec in spread(problems(name), STEPS[name]):
-        p = P.Problem(rec)
+        p = oracle(P, rec)
         reference = P.newton_mod(p, tol=1e-12, switch=3)[0]
         x, _, iterations, _ = solve(rec)
         error = p.body_change(x[p.dyn_ids].reshape(-1) - reference)
@@ -72,16 +72,17 @@ def test_presweeps_reach_the_same_fixed_point_in_fewer_newton_iterations(arch):
     starts, not where it ends. On the dumped pile steps, solved with 0 and with 8 sweeps, both
     solutions are within the tolerance of the prototype's float64 Newton (the bound of
     test_newton_reaches_the_coulomb_fixed_point_on_dumped_steps), and in float64 the step on
-    which Newton alone takes the most iterations (its residual stalls for several iterations
-    while the lagged bounds settle) takes fewer than half of them after the sweeps (observed:
-    18 -> 5 iterations, 16 -> 7 and 11 -> 6 on two others). The sweeps are counted in the
+    which Newton alone takes the most iterations (the lagged bounds settle over several) takes
+    fewer after the sweeps (observed: 11 -> 6 iterations, 9 -> 5 on two others; 18 -> 5,
+    16 -> 7 and 11 -> 6 before the inertia was symmetrised, newton_funcs.inertia, and the
+    islands solved apart: much of Newton's stall was the asymmetry's). The sweeps are counted in the
     contact evaluations, not in the iterations. The CG kernel (linear "cg") with 8 sweeps
     reaches the same bound."""
     P = prototype()
     records = spread(problems("pile"), 6)
     counts = {}
     for rec in records:
-        p = P.Problem(rec)
+        p = oracle(P, rec)
         reference = P.newton_mod(p, tol=1e-12, switch=3)[0]
         bound = TOLERANCE + (0.0 if float64(arch) else 16 * EPS32 * np.abs(reference).max())
         for sweeps in (0, 8):
@@ -96,7 +97,7 @@ def test_presweeps_reach_the_same_fixed_point_in_fewer_newton_iterations(arch):
     if float64(arch):
         hardest = max((step for step, sweeps in counts if sweeps == 0), key=lambda s: counts[s, 0])
         assert counts[hardest, 0] > 10, "the hardest dumped pile step is no longer hard for Newton alone"
-        assert counts[hardest, 8] < counts[hardest, 0] / 2
+        assert counts[hardest, 8] < counts[hardest, 0]
 
 
 def test_newton_agrees_with_converged_gauss_seidel(arch):
@@ -107,7 +108,7 @@ def test_newton_agrees_with_converged_gauss_seidel(arch):
     difference); Newton must be within 2 r_gs + the tolerance of it."""
     P = prototype()
     rec = max(problems("landing"), key=lambda r: r["sweeps"])
-    p = P.Problem(rec)
+    p = oracle(P, rec)
     v_gs, _, sweeps = P.pgs(p, tol=1e-12, max_it=20000)
     r_gs = P.coulomb_residual(p, v_gs)
     x, _, iterations, _ = solve(rec, tolerance=1e-12 if float64(arch) else TOLERANCE)
@@ -526,7 +527,8 @@ def test_body_order_is_minimum_degree_with_its_fill(arch, B):
               masses: ti.types.ndarray(), adj: ti.types.ndarray(), pos: ti.types.ndarray(), deg: ti.types.ndarray(),
               padj: ti.types.ndarray(), rows: ti.types.ndarray(), row_len: ti.types.ndarray()):
         for w in range(1):
-            f.order_bodies(w, 0, c_ids.shape[0], 0, 0, B, c_ids, b_ids, masses, 0, adj, pos, deg, padj, rows, row_len)
+            f.order_bodies(w, 0, c_ids.shape[0], 0, 0, B, c_ids, b_ids, masses, 0, adj, pos, deg)
+            f.block_pattern(w, B, adj, pos, padj, rows, row_len)
 
     order(c_ids, b_ids, masses, adj, pos, deg, padj, rows, row_len)
     got = pos.to_numpy()[0]

@@ -93,7 +93,12 @@ class SolverData:
     ordering and block pattern
     newton_padj, newton_rows (W, B, B) and newton_adj (W, B + 1, ceil(B / 32)), its bit masks
     (cholesky only), and newton_pos (the identity with cg), newton_deg, newton_row_len (W, B)
-    (solver.newton.order_bodies); per contact row c_bound (friction bound g [N s]),
+    (solver.newton.order_bodies); on the world schedule the islands
+    (solver.newton.world_funcs.group_islands): newton_island (W, B) i32 each body's island,
+    newton_body (W, B) i32 the bodies grouped by island, newton_island_start (W, B + 1, 3) i32
+    where each island's bodies (in newton_body) and rows (in newton_row) start, newton_row
+    (rows,) i32 the contact rows grouped by island, and world_islands (W,) i32 the islands
+    of the last solve; per contact row c_bound (friction bound g [N s]),
     c_u (J v) and c_jdv (J dv), sized by resize(). The block schedule (solver.newton_block)
     adds per contact row its world-frame terms (a run's totals at the run's first row):
     c_f [N s], c_ta, c_tb [N m s] (impulse on b and its moments about a's and b's centres of
@@ -124,6 +129,12 @@ class SolverData:
             for name in ("newton_v", "newton_vs", "newton_grad", "newton_dv", "newton_scale"):
                 setattr(self, name, ti.ndarray(self.real, (W, N)))
             self.newton_pos = ti.ndarray(ti.i32, (W, B))
+            if not self.block:
+                self.newton_island = ti.ndarray(ti.i32, (W, B))
+                self.newton_body = ti.ndarray(ti.i32, (W, B))
+                self.newton_island_start = ti.ndarray(ti.i32, (W, B + 1, 3))
+                self.world_islands = ti.ndarray(ti.i32, W)
+                self.world_islands.fill(0)
             self.newton_last = ti.ndarray(self.real, (W, N))
             self.newton_kept = ti.ndarray(ti.i32, W)
             self.newton_kept.fill(0)
@@ -152,6 +163,8 @@ class SolverData:
         self.c_bound = ti.ndarray(self.real, rows)
         self.c_u = ti.ndarray(ti.types.vector(3, self.real), rows)
         self.c_jdv = ti.ndarray(ti.types.vector(3, self.real), rows)
+        if not self.block:
+            self.newton_row = ti.ndarray(ti.i32, rows)
         if self.cg:
             self.c_G = ti.ndarray(ti.types.matrix(3, 3, self.real), rows)
         if self.block:

@@ -29,7 +29,7 @@ g_i = mu_i gamma_n,i(v). At the fixed point (zero gradient,
 g = mu gamma_n) the impulses satisfy normal compliance exactly while sliding: the De Saxce
 fixed point of the projected iterations, without hydroplaning.
 
-A world stops when the iterate balances momentum to the tolerance: the cost's gradient r =
+A world (an island) stops when the iterate balances momentum to the tolerance: the cost's gradient r =
 M (v - v*) - J^T gamma(v) at the updated bounds (the unbalanced impulse of the Coulomb fixed
 point), applied to each body alone, would change no point of any body by more than the
 tolerance (body_change of M^-1 r, per body; the body-velocity test of the projected
@@ -57,6 +57,10 @@ taken. The lagged bounds can cycle from that start (a rigid box coming to a stop
 table): a solve from it that has not converged after LAST_START_ITERATIONS iterations starts
 again from the warm start. Worlds with bilateral rows, and the block schedule, start from the
 warm start only.
+On the world schedule each island of a world (bodies joined by rows between two mobile
+bodies: world_funcs.group_islands) is solved alone, with its own start, line search and
+stopping test, as if it were a world of its own; the world's iterations are its slowest
+island's. The block schedule solves a world whole.
 Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
 clamped, see there) and are solved with the contacts, warm-started from their impulses of the
 previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
@@ -425,26 +429,27 @@ def newton_funcs(real):
             dv[w, 6 * I + r] = x[r]
 
     @ti.func
-    def triangular_solves(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
-                          rows: ti.template(), row_len: ti.template()):
+    def triangular_solves(w: ti.i32, P0: ti.i32, P1: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(),
+                          scale: ti.template(), rows: ti.template(), row_len: ti.template()):
         """dv = -D (L L^T)^-1 D grad from the factor L in H: forward by block rows (each row's
         updates by the earlier blocks in ascending order), backward by block columns from the
         last (once x_K is solved, every block row K's pattern names takes its update): the
-        order of the block schedule's parallel solves, whose sums are these to the bit."""
-        for I in range(B):  # forward: L y = -D grad
+        order of the block schedule's parallel solves, whose sums are these to the bit. Block
+        rows [P0, P1) only: an island's (its pattern stays inside)."""
+        for I in range(P0, P1):  # forward: L y = -D grad
             for r in range(6):
                 dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
             for n in range(row_len[w, I]):
                 for r in range(6):
                     subtract_row_product(w, I, rows[w, I, n], r, False, H, dv)
             forward_diagonal(w, I, H, dv)
-        for KK in range(B):  # backward: L^T x = y, dv = D x
-            K = B - 1 - KK
+        for KK in range(P0, P1):  # backward: L^T x = y, dv = D x
+            K = P1 - 1 - (KK - P0)
             backward_diagonal(w, K, H, dv)
             for n in range(row_len[w, K]):
                 for r in range(6):
                     subtract_row_product(w, rows[w, K, n], K, r, True, H, dv)
-        for i in range(6 * B):
+        for i in range(6 * P0, 6 * P1):
             dv[w, i] *= scale[w, i]
 
     @ti.func
@@ -471,27 +476,28 @@ def newton_funcs(real):
                                                + a[r, 4] * b[c, 4] + a[r, 5] * b[c, 5])
 
     @ti.func
-    def factor_and_solve(w: ti.i32, B: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(), scale: ti.template(),
-                         padj: ti.template(), rows: ti.template(), row_len: ti.template()):
-        """dv = -H^-1 grad: Jacobi scaling, then a block Cholesky factorisation in place (lower
+    def factor_and_solve(w: ti.i32, P0: ti.i32, P1: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(),
+                         scale: ti.template(), padj: ti.template(), rows: ti.template(), row_len: ti.template()):
+        """dv = -H^-1 grad on the block rows and columns [P0, P1) (an island's: no pattern block
+        leaves it): Jacobi scaling, then a block Cholesky factorisation in place (lower
         triangle, 6x6 blocks of the filled pattern only: padj[w, I, K] in positions, and rows[w,
         I, :row_len[w, I]] the K < I of block row I) and two block triangular solves."""
-        for i in range(6 * B):
+        for i in range(6 * P0, 6 * P1):
             scale[w, i] = 1.0 / ti.sqrt(H[w, i, i])
-        for I in range(B):
+        for I in range(P0, P1):
             scale_block_row(w, I, H, scale, rows, row_len)
-        for J in range(B):
+        for J in range(P0, P1):
             for n in range(row_len[w, J]):
                 update_block(H, w, J, J, rows[w, J, n], True)
             factor_diagonal(w, J, H)
-            for I in range(J + 1, B):  # factor_row's arithmetic, all six rows' updates first
+            for I in range(J + 1, P1):  # factor_row's arithmetic, all six rows' updates first
                 if padj[w, I, J] == 1:
                     for n in range(row_len[w, I]):
                         K = rows[w, I, n]
                         if K < J and padj[w, J, K] == 1:
                             update_block(H, w, I, J, K, False)
                     solve_block(w, I, J, H)
-        triangular_solves(w, B, H, grad, dv, scale, rows, row_len)
+        triangular_solves(w, P0, P1, H, grad, dv, scale, rows, row_len)
 
     @ti.func
     def zero_block_row(w: ti.i32, I: ti.i32, H: ti.template(), rows: ti.template(), row_len: ti.template()):
@@ -726,23 +732,23 @@ def newton_funcs(real):
             body_wc[w, body] = body_wc[w, body] + body_inv_inertia_W[w, body] @ ang
 
     @ti.func
-    def apply_impulses(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, c_ids: ti.template(),
-                       c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_gamma: ti.template(),
-                       b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
-                       body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
-                       body_inv_inertia_W: ti.template()):
-        """v += M^-1 J^T gamma over the world's contact rows [start, end) (impulses c_gamma,
-        contact frame), then its bilateral rows [jstart, jend) (b_gamma), in row order: the warm
-        start (the previous solve's impulses on v*) and the solution's store (the solved ones).
-        One thread does every row: bodies are shared by rows."""
-        for c in range(start, end):
-            ids = c_ids[c]
-            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
-                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
-        for j in range(jstart, jend):
-            for side in ti.static(range(2)):
-                apply_bilateral_side(w, wm, j, side, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
-                                     body_inv_inertia_W)
+    def find_root(w: ti.i32, b: ti.i32, parent: ti.template()) -> ti.i32:
+        """The root of body b's tree in the union-find forest parent[w, :] (a root is its own
+        parent), halving the path on the way."""
+        x = b
+        while parent[w, x] != x:
+            parent[w, x] = parent[w, parent[w, x]]
+            x = parent[w, x]
+        return x
+
+    @ti.func
+    def row_island(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, body_inv_mass: ti.template(), newton_island: ti.template()) -> ti.i32:
+        """The island of a row between bodies a (< 0: the world) and b: its mobile body's (a's
+        when both are; they share one), else b's (an immobile body's own island)."""
+        out = newton_island[w, b]
+        if a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0:
+            out = newton_island[w, a]
+        return out
 
     @ti.func
     def has_bit(adj: ti.template(), w: ti.i32, row: ti.i32, b: ti.i32) -> ti.i32:
@@ -752,17 +758,16 @@ def newton_funcs(real):
     @ti.func
     def order_bodies(w: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(),
                      b_ids: ti.template(), body_inv_mass: ti.template(), wm: ti.i32, newton_adj: ti.template(),
-                     newton_pos: ti.template(), newton_deg: ti.template(), newton_padj: ti.template(), newton_rows: ti.template(),
-                     newton_row_len: ti.template()):
+                     newton_pos: ti.template(), newton_deg: ti.template()):
         """Minimum-degree elimination order of the world's bodies on its row graph (bodies
         joined by a contact row [start, end) or a bilateral row [jstart, jend), both mobile):
         newton_pos[w, b] = the body's block position.
         The graph is kept as bit masks, newton_adj[w, b, k] bit j = an edge from b to body
         32 k + j (row B: the bodies not yet ordered), so that eliminating a body merges its
         neighbours' rows a word at a time; the filled graph (the block pattern of the Cholesky
-        factor) stays there (by body) and goes to newton_padj (by position) and the row lists
-        newton_rows[w, I, :newton_row_len[w, I]] (positions K < I, ascending). Ties go to the
-        lower body index: deterministic."""
+        factor, block_pattern) stays there, by body. Ties go to the lower body index:
+        deterministic. Fill joins only bodies of one island (connected component): the
+        elimination order restricted to an island is the order it gets alone."""
         words = (B + 31) // 32
         for b, k in ti.ndrange(B, words):
             newton_adj[w, b, k] = 0
@@ -799,6 +804,14 @@ def newton_funcs(real):
                         newton_adj[w, i, k] = row
                         d += ti.math.popcnt(row & newton_adj[w, B, k])
                     newton_deg[w, i] = d
+
+    @ti.func
+    def block_pattern(w: ti.i32, B: ti.i32, newton_adj: ti.template(), newton_pos: ti.template(), newton_padj: ti.template(),
+                      newton_rows: ti.template(), newton_row_len: ti.template()):
+        """The Cholesky factor's block pattern by position from the filled graph newton_adj
+        (order_bodies) and the positions newton_pos: newton_padj[w, I, K] = 1 where block (I, K)
+        is stored, and the row lists newton_rows[w, I, :newton_row_len[w, I]] (positions K < I,
+        ascending)."""
         for i, j in ti.ndrange(B, B):
             newton_padj[w, newton_pos[w, i], newton_pos[w, j]] = has_bit(newton_adj, w, i, j)
         for I in range(B):
@@ -816,98 +829,229 @@ def newton_funcs(real):
 def world_funcs(real):
     """The passes of one world's Newton solve that run the same whatever solves for the step
     (one thread per world: the world kernel below, with the Cholesky factor, and
-    solver.newton_cg's, with conjugate gradients): the warm start, the line search with the
-    step and the bound update, and the solution's store. The generalized velocity of body b
-    sits at 6 newton_pos[w, b] of the world's vectors."""
+    solver.newton_cg's, with conjugate gradients): the islands, the warm start, the line search
+    with the step and the bound update, and the solution's store. The generalized velocity of
+    body b sits at 6 newton_pos[w, b] of the world's vectors.
+
+    Each pass works on one island k of the world (group_islands): its bodies newton_body[w,
+    b0:b1], its contact rows newton_row[s0:s1] and the bilateral rows of [jstart, jend) that
+    newton_funcs.row_island puts in it. An island is solved alone, from its own start to its own
+    stopping test, with its own line search: its velocities and impulses are those it gets in a
+    world of its own, to the bit."""
     f = newton_funcs(real)
 
     @ti.func
-    def warm_start(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+    def group_islands(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+                      regroup: ti.template(), c_ids: ti.template(), b_ids: ti.template(), body_inv_mass: ti.template(),
+                      newton_pos: ti.template(), newton_island: ti.template(), newton_body: ti.template(),
+                      newton_island_start: ti.template(), newton_row: ti.template()) -> ti.i32:
+        """The world's islands: the connected components of its bodies joined by a row
+        (contact or bilateral) between two mobile bodies; a body with no such row is an island
+        of its own (an immobile one always). Islands are numbered in the order of their first
+        body in newton_pos's order. Writes newton_island[w, b] (body b's island), the bodies
+        grouped by island, each island's in newton_pos's order, to newton_body[w, :] (island k:
+        newton_body[w, newton_island_start[w, k, 0]:newton_island_start[w, k + 1, 0]]), and
+        the contact rows of [start, end) grouped by island, in row order (runs of one pair
+        stay together), to newton_row (island k: newton_row[newton_island_start[w, k, 1]:
+        newton_island_start[w, k + 1, 1]]). regroup (the Cholesky factor): the positions
+        newton_pos become the grouped order too, so that an island's blocks are contiguous;
+        else they are left. Returns the number of islands. newton_island_start[w, :, 2] is
+        scratch."""
+        for b in range(B):  # union-find: newton_island holds each body's parent
+            newton_island[w, b] = b
+        for c in range(start, end + jend - jstart):
+            ids = c_ids[c] if c < end else b_ids[jstart + c - end]
+            a, b = ids[ID_A], ids[ID_B]
+            if a >= 0 and body_inv_mass[wm, ti.max(a, 0)] > 0.0 and body_inv_mass[wm, b] > 0.0:
+                ra, rb = f.find_root(w, a, newton_island), f.find_root(w, b, newton_island)
+                if ra != rb:
+                    newton_island[w, ti.max(ra, rb)] = ti.min(ra, rb)
+        for b in range(B):
+            newton_island[w, b] = f.find_root(w, b, newton_island)
+            newton_body[w, newton_pos[w, b]] = b  # the bodies in position order
+            newton_island_start[w, b, 2] = -1  # the number of the island whose root is b
+        n = 0
+        for P in range(B):
+            root = newton_island[w, newton_body[w, P]]
+            if newton_island_start[w, root, 2] < 0:
+                newton_island_start[w, root, 2] = n
+                n += 1
+        for k in range(n + 1):
+            newton_island_start[w, k, 0] = 0
+            newton_island_start[w, k, 1] = 0
+        for b in range(B):  # each body reads its own root's number, then overwrites its entry
+            newton_island[w, b] = newton_island_start[w, newton_island[w, b], 2]
+            newton_island_start[w, newton_island[w, b] + 1, 0] += 1
+        for c in range(start, end):
+            ids = c_ids[c]
+            newton_island_start[w, f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) + 1, 1] += 1
+        newton_island_start[w, 0, 1] = start
+        for k in range(n):
+            newton_island_start[w, k + 1, 0] += newton_island_start[w, k, 0]
+            newton_island_start[w, k + 1, 1] += newton_island_start[w, k, 1]
+        for k in range(n):  # cursors: the bodies
+            newton_island_start[w, k, 2] = newton_island_start[w, k, 0]
+        for P in range(B):  # newton_pos takes each body's slot in the grouped order
+            b = newton_body[w, P]
+            k = newton_island[w, b]
+            newton_pos[w, b] = newton_island_start[w, k, 2]
+            newton_island_start[w, k, 2] += 1
+        for b in range(B):
+            newton_body[w, newton_pos[w, b]] = b
+            if ti.static(not regroup):
+                newton_pos[w, b] = b
+        for k in range(n):  # cursors: the rows
+            newton_island_start[w, k, 2] = newton_island_start[w, k, 1]
+        for c in range(start, end):
+            ids = c_ids[c]
+            k = f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island)
+            newton_row[newton_island_start[w, k, 2]] = c
+            newton_island_start[w, k, 2] += 1
+        return n
+
+    @ti.func
+    def island_joints(w: ti.i32, wm: ti.i32, k: ti.i32, jstart: ti.i32, jend: ti.i32, b_ids: ti.template(),
+                      body_inv_mass: ti.template(), newton_island: ti.template()) -> ti.i32:
+        """The number of island k's bilateral rows."""
+        n = 0
+        for j in range(jstart, jend):
+            ids = b_ids[j]
+            if f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) == k:
+                n += 1
+        return n
+
+    @ti.func
+    def apply_impulses(w: ti.i32, wm: ti.i32, k: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32, c_ids: ti.template(),
+                       c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_gamma: ti.template(),
+                       b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
+                       body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
+                       body_inv_inertia_W: ti.template(), newton_row: ti.template(), newton_island: ti.template()):
+        """v += M^-1 J^T gamma over island k's contact rows (impulses c_gamma, contact frame),
+        then its bilateral rows (b_gamma), in row order: the warm start (the previous solve's
+        impulses on v*) and the solution's store (the solved ones). One thread does every row:
+        bodies are shared by rows."""
+        for s in range(s0, s1):
+            c = newton_row[s]
+            ids = c_ids[c]
+            apply_world_impulse(w, wm, ids[ID_A], ids[ID_B], c_frame[c].transpose() @ c_gamma[c], c_ra[c], c_rb[c],
+                                body_vc, body_wc, body_inv_mass, body_inv_inertia_W)
+        for j in range(jstart, jend):
+            ids = b_ids[j]
+            if f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) == k:
+                for side in ti.static(range(2)):
+                    f.apply_bilateral_side(w, wm, j, side, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_inv_mass,
+                                           body_inv_inertia_W)
+
+    @ti.func
+    def load_free(w: ti.i32, B: ti.i32, body_vc: ti.template(), body_wc: ti.template(), newton_pos: ti.template(),
+                  newton_v: ti.template(), newton_vs: ti.template(), newton_dv: ti.template()):
+        """Every body's free velocity to newton_vs and newton_v and a zero step to newton_dv,
+        before the islands' solves: the immobile bodies keep them (no island moves them), and
+        the rows of every island read theirs."""
+        for b in range(B):
+            p = 6 * newton_pos[w, b]
+            f.load_velocity(w, b, p, body_vc, body_wc, newton_vs)
+            f.load_velocity(w, b, p, body_vc, body_wc, newton_v)
+            for i in ti.static(range(6)):
+                newton_dv[w, p + i] = 0.0
+
+    @ti.func
+    def warm_start(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32,
                    c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(),
                    c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
                    body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                   newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
-                   c_u: ti.template()):
-        """v* to newton_vs; the first iterate v0 = v* + M^-1 J^T gamma0 (the warm start: the
-        contact and bilateral impulses of the previous solve) to newton_v; the bounds
+                   newton_pos: ti.template(), newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
+                   newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(), c_u: ti.template()):
+        """Island k: v* to newton_vs; the first iterate v0 = v* + M^-1 J^T gamma0 (the warm
+        start: the contact and bilateral impulses of the previous solve) to newton_v; the bounds
         g0 = mu gamma0_n to c_bound and u = J v0 to c_u. (Bounds from u0 instead, mu gamma_n(J
         v0), would press a cold contact between rigid bodies with the bound of its whole
         penetration speed: the iteration then stalled on a rigid box sliding on a table.)"""
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
-        f.apply_impulses(w, wm, start, end, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc,
-                         body_wc, body_inv_mass, body_inv_inertia_W)
-        for c in range(start, end):
+        apply_impulses(w, wm, k, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc,
+                       body_wc, body_inv_mass, body_inv_inertia_W, newton_row, newton_island)
+        for s in range(s0, s1):
+            c = newton_row[s]
             c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
-        for c in range(start, end):  # u = J v, then kept up to date with each step
+        for s in range(s0, s1):  # u = J v, then kept up to date with each step
+            c = newton_row[s]
             ids = c_ids[c]
             c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                  ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
 
     @ti.func
-    def contact_cost_total(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_reg: ti.template(),
+    def contact_cost_total(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, c_reg: ti.template(),
                            body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
-                           newton_v: ti.template(), newton_vs: ti.template(), newton_dv: ti.template(), c_bound: ti.template(),
-                           c_u: ti.template()) -> real:
-        """The cost l(v; g) [J] of a world without bilateral rows at the iterate newton_v, its
-        contact rows' velocities u = J v in c_u and bounds g in c_bound (newton_dv holds v - v*
-        afterwards)."""
-        for b in range(B):
-            p = 6 * newton_pos[w, b]
-            for k in ti.static(range(6)):
-                newton_dv[w, p + k] = newton_v[w, p + k] - newton_vs[w, p + k]
+                           newton_body: ti.template(), newton_row: ti.template(), newton_v: ti.template(),
+                           newton_vs: ti.template(), newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template()) -> real:
+        """The cost l(v; g) [J] of an island without bilateral rows at the iterate newton_v,
+        its contact rows' velocities u = J v in c_u and bounds g in c_bound (newton_dv holds
+        v - v* afterwards)."""
+        for q in range(b0, b1):
+            p = 6 * newton_pos[w, newton_body[w, q]]
+            for i in ti.static(range(6)):
+                newton_dv[w, p + i] = newton_v[w, p + i] - newton_vs[w, p + i]
         dMd, dMv = ti.cast(0.0, real), ti.cast(0.0, real)
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_vs, newton_vs, newton_dv, body_inv_mass,
                                           body_inv_inertia_W, dMd, dMv)
         out = 0.5 * dMd
-        for c in range(start, end):
+        for s in range(s0, s1):
+            c = newton_row[s]
             out += f.contact_cost(c_u[c], c_bound[c], c_reg[c])
         return out
 
     @ti.func
-    def choose_start(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
+    def choose_start(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, joints: ti.i32,
                      c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(),
                      body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
-                     newton_v: ti.template(), newton_vs: ti.template(), newton_last: ti.template(), newton_kept: ti.template(),
-                     newton_grad: ti.template(), newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(),
-                     c_jdv: ti.template()) -> ti.i32:
-        """The first iterate: of the warm start v0 (in newton_v, u0 in c_u) and the last solve's
-        solution (newton_last, by body: the mobile bodies' velocities at the end of the previous
-        step, SAP's start), the one of lower cost l(v; g0), both with the warm start's bounds.
-        Returns 1 when it is the last solution. (newton_grad and c_jdv hold v0 and u0 meanwhile.)
-        Worlds with bilateral rows keep the warm start: there a contact's friction and a joint's
-        rows can hold an internal force between them that no body's residual sees (both act on
-        the same body), and a start that carries the last step's split keeps it within the
-        tolerance (test_joints' finger held by a prismatic joint on a pad kept a larger tangential
-        contact force from that start)."""
+                     newton_body: ti.template(), newton_row: ti.template(), newton_v: ti.template(), newton_vs: ti.template(),
+                     newton_last: ti.template(), newton_kept: ti.template(), newton_grad: ti.template(),
+                     newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()) -> ti.i32:
+        """The island's first iterate: of the warm start v0 (in newton_v, u0 in c_u) and the
+        last solve's solution (newton_last, by body: the mobile bodies' velocities at the end of
+        the previous step, SAP's start), the one of lower cost l(v; g0), both with the warm
+        start's bounds. Returns 1 when it is the last solution. (newton_grad and c_jdv hold v0
+        and u0 meanwhile.) Islands with bilateral rows (joints > 0) keep the warm start: there
+        a contact's friction and a joint's rows can hold an internal force between them that no
+        body's residual sees (both act on the same body), and a start that carries the last
+        step's split keeps it within the tolerance (test_joints' finger held by a prismatic
+        joint on a pad kept a larger tangential contact force from that start)."""
         last = 0
-        if newton_kept[w] == 1 and jend == jstart:
-            cost0 = contact_cost_total(w, wm, start, end, B, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                       newton_vs, newton_dv, c_bound, c_u)
-            for i in range(6 * B):
-                newton_grad[w, i] = newton_v[w, i]
-            for c in range(start, end):
-                c_jdv[c] = c_u[c]
-            for b in range(B):
+        if newton_kept[w] == 1 and joints == 0:
+            cost0 = contact_cost_total(w, wm, b0, b1, s0, s1, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
+                                       newton_row, newton_v, newton_vs, newton_dv, c_bound, c_u)
+            for q in range(b0, b1):
+                b = newton_body[w, q]
+                p = 6 * newton_pos[w, b]
+                for i in ti.static(range(6)):
+                    newton_grad[w, p + i] = newton_v[w, p + i]
                 if body_inv_mass[wm, b] > 0.0:
-                    p = 6 * newton_pos[w, b]
-                    for k in ti.static(range(6)):
-                        newton_v[w, p + k] = newton_last[w, 6 * b + k]
-            for c in range(start, end):
+                    for i in ti.static(range(6)):
+                        newton_v[w, p + i] = newton_last[w, 6 * b + i]
+            for s in range(s0, s1):
+                c = newton_row[s]
+                c_jdv[c] = c_u[c]
                 ids = c_ids[c]
                 c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                      ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
-            cost1 = contact_cost_total(w, wm, start, end, B, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                       newton_vs, newton_dv, c_bound, c_u)
+            cost1 = contact_cost_total(w, wm, b0, b1, s0, s1, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
+                                       newton_row, newton_v, newton_vs, newton_dv, c_bound, c_u)
             last = 1
             if cost1 >= cost0:
                 last = 0
-                for i in range(6 * B):
-                    newton_v[w, i] = newton_grad[w, i]
-                for c in range(start, end):
+                for q in range(b0, b1):
+                    p = 6 * newton_pos[w, newton_body[w, q]]
+                    for i in ti.static(range(6)):
+                        newton_v[w, p + i] = newton_grad[w, p + i]
+                for s in range(s0, s1):
+                    c = newton_row[s]
                     c_u[c] = c_jdv[c]
         return last
 
@@ -923,41 +1067,46 @@ def world_funcs(real):
 
     @ti.func
     def start_again(from_last: ti.i32, residual: real, tolerance: real, it: ti.i32, iterations: ti.i32, w: ti.i32, wm: ti.i32,
-                    start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32, c_ids: ti.template(), c_frame: ti.template(),
-                    c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(), c_gamma: ti.template(), b_ids: ti.template(),
-                    b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(), body_vc: ti.template(),
-                    body_wc: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                    newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
-                    c_u: ti.template()) -> ti.i32:
-        """1 when a solve started from the last solution (from_last) has not converged after
-        LAST_START_ITERATIONS iterations (or the cap, if lower): the lagged bounds can cycle
-        there, as on a rigid box coming to a stop. The warm start is then written again
-        (warm_start), and the caller solves from it afresh."""
+                    k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32, c_ids: ti.template(),
+                    c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(), c_gamma: ti.template(),
+                    b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
+                    body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
+                    body_inv_inertia_W: ti.template(), newton_pos: ti.template(), newton_body: ti.template(),
+                    newton_row: ti.template(), newton_island: ti.template(), newton_v: ti.template(), newton_vs: ti.template(),
+                    c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
+        """1 when an island's solve started from the last solution (from_last) has not
+        converged after LAST_START_ITERATIONS iterations (or the cap, if lower): the lagged
+        bounds can cycle there, as on a rigid box coming to a stop. The warm start is then
+        written again (warm_start), and the caller solves from it afresh."""
         again = 0
         if from_last == 1 and residual > tolerance and it >= ti.min(iterations, LAST_START_ITERATIONS):
-            warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
-                       body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs, c_bound, c_u)
+            warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
+                       body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
+                       newton_v, newton_vs, c_bound, c_u)
             again = 1
         return again
 
     @ti.func
-    def gauss_seidel_sweeps(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, sweeps: ti.i32, tolerance: float,
-                            omega: float, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
-                            c_reg: ti.template(), c_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(),
-                            body_reach: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                            newton_pos: ti.template(), newton_v: ti.template(), c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
-        """Up to `sweeps` projected Gauss-Seidel sweeps over the contact rows (solver.cone, the
-        Coulomb mode: the same fixed point as Newton's) from the warm start in body_vc/body_wc
-        and c_gamma, stopping early when no body point changed by more than the tolerance over a
-        sweep; then the Newton iterate starts from them: v0 to newton_v, the bounds
-        g0 = mu gamma_n to c_bound and u = J v0 to c_u. Bilateral rows keep their warm-start
-        impulses through the sweeps. Returns the sweeps made. newton_v holds each sweep's
-        starting velocities meanwhile."""
+    def gauss_seidel_sweeps(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, sweeps: ti.i32,
+                            tolerance: float, omega: float, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(),
+                            c_rb: ti.template(), c_reg: ti.template(), c_gamma: ti.template(), body_vc: ti.template(),
+                            body_wc: ti.template(), body_reach: ti.template(), body_inv_mass: ti.template(),
+                            body_inv_inertia_W: ti.template(), newton_pos: ti.template(), newton_body: ti.template(),
+                            newton_row: ti.template(), newton_v: ti.template(), c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
+        """Up to `sweeps` projected Gauss-Seidel sweeps over the island's contact rows
+        (solver.cone, the Coulomb mode: the same fixed point as Newton's) from the warm start in
+        body_vc/body_wc and c_gamma, stopping early when no body point changed by more than the
+        tolerance over a sweep; then the Newton iterate starts from them: v0 to newton_v, the
+        bounds g0 = mu gamma_n to c_bound and u = J v0 to c_u. Bilateral rows keep their
+        warm-start impulses through the sweeps. Returns the sweeps made. newton_v holds each
+        sweep's starting velocities meanwhile."""
         n = 0
         while n < sweeps:
-            for b in range(B):
+            for q in range(b0, b1):
+                b = newton_body[w, q]
                 f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
-            for c in range(start, end):
+            for s in range(s0, s1):
+                c = newton_row[s]
                 ids = c_ids[c]
                 a, b = ids[ID_A], ids[ID_B]
                 frame = c_frame[c]
@@ -969,7 +1118,8 @@ def world_funcs(real):
                 apply_world_impulse(w, wm, a, b, frame.transpose() @ (x_new - y), ra, rb, body_vc, body_wc, body_inv_mass,
                                     body_inv_inertia_W)
             change = 0.0
-            for b in range(B):
+            for q in range(b0, b1):
+                b = newton_body[w, q]
                 p = 6 * newton_pos[w, b]
                 dv = body_vc[w, b] - ti.cast(f.rvec3(newton_v[w, p], newton_v[w, p + 1], newton_v[w, p + 2]), float)
                 dw = body_wc[w, b] - ti.cast(f.rvec3(newton_v[w, p + 3], newton_v[w, p + 4], newton_v[w, p + 5]), float)
@@ -978,38 +1128,47 @@ def world_funcs(real):
             if change <= tolerance:
                 break
         if n > 0:
-            for c in range(start, end):
+            for s in range(s0, s1):
+                c = newton_row[s]
                 c_bound[c] = ti.cast(c_reg[c][R_MU] * ti.max(c_gamma[c][2], 0.0), real)
-            for b in range(B):
+            for q in range(b0, b1):
+                b = newton_body[w, q]
                 f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_v)
-            for c in range(start, end):
+            for s in range(s0, s1):
+                c = newton_row[s]
                 ids = c_ids[c]
                 c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                      ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
         return n
 
     @ti.func
-    def search_and_step(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
-                        c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
+    def search_and_step(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
+                        jend: ti.i32, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                         c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_law: ti.template(),
-                        body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                        newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(),
-                        newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()):
-        """The exact line search on phi(alpha) = l(v + alpha dv; g) along the step newton_dv,
-        then v += alpha dv, u += alpha J dv and the bounds g = mu gamma_n(u). Returns the rows
-        evaluated."""
+                        body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
+                        newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
+                        newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(), newton_dv: ti.template(),
+                        c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()):
+        """The exact line search on the island's phi(alpha) = l(v + alpha dv; g) along the
+        step newton_dv, then v += alpha dv, u += alpha J dv and the bounds g = mu gamma_n(u).
+        Returns the rows evaluated."""
         evaluations = 0
         d0 = ti.cast(0.0, real)
         # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
         # dMv = dv^T M (v - v*), dMd = dv^T M dv.
         dMd = ti.cast(0.0, real)
         dMv = ti.cast(0.0, real)
-        for i in range(6 * B):
-            d0 += newton_grad[w, i] * newton_dv[w, i]
-        for b in range(B):
+        for q in range(b0, b1):
+            p = 6 * newton_pos[w, newton_body[w, q]]
+            for i in ti.static(range(6)):
+                d0 += newton_grad[w, p + i] * newton_dv[w, p + i]
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
                                           body_inv_mass, body_inv_inertia_W, dMd, dMv)
-        for c in range(start, end):
+        joints = 0
+        for s in range(s0, s1):
+            c = newton_row[s]
             ids = c_ids[c]
             pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
             c_jdv[c] = f.contact_u(w, pa, pb, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
@@ -1022,72 +1181,85 @@ def world_funcs(real):
             for _ in range(LINE_SEARCH_EVALUATIONS):
                 d1 = dMv + alpha * dMd
                 d2 = dMd
-                for c in range(start, end):
+                for s in range(s0, s1):
+                    c = newton_row[s]
                     jdv = c_jdv[c]
                     dd1, dd2 = f.directional(c_u[c] + alpha * jdv, jdv, c_bound[c], c_reg[c])
                     d1 += dd1
                     d2 += dd2
+                joints = 0
                 for j in range(jstart, jend):
-                    dd1, dd2 = f.bilateral_directional(w, j, alpha, b_ids, b_Ja, b_Jb, b_law, newton_pos, newton_v,
-                                                       newton_dv)
-                    d1 += dd1
-                    d2 += dd2
-                evaluations += end - start + jend - jstart
+                    ids = b_ids[j]
+                    if f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) == k:
+                        dd1, dd2 = f.bilateral_directional(w, j, alpha, b_ids, b_Ja, b_Jb, b_law, newton_pos, newton_v,
+                                                           newton_dv)
+                        d1 += dd1
+                        d2 += dd2
+                        joints += 1
+                evaluations += s1 - s0 + joints
                 alpha, lo, hi, done = f.search_update(alpha, lo, hi, d0, d1, d2)
                 if done:
                     break
-        for b in range(B):
-            f.step_body(w, 6 * newton_pos[w, b], alpha, newton_v, newton_dv)
-        for c in range(start, end):
-            f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
+        for q in range(b0, b1):
+            f.step_body(w, 6 * newton_pos[w, newton_body[w, q]], alpha, newton_v, newton_dv)
+        for s in range(s0, s1):
+            f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
         return evaluations
 
     @ti.func
-    def residual(w: ti.i32, wm: ti.i32, B: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                 body_reach: ti.template(), newton_pos: ti.template(), newton_grad: ti.template()) -> real:
+    def residual(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                 body_reach: ti.template(), newton_pos: ti.template(), newton_body: ti.template(),
+                 newton_grad: ti.template()) -> real:
         """The stopping test's measure of the iterate whose gradient is in newton_grad: the
-        largest newton_funcs.body_residual over the world's bodies [m/s]."""
+        largest newton_funcs.body_residual over the island's bodies [m/s]."""
         out = ti.cast(0.0, real)
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             out = ti.max(out, f.body_residual(w, wm, b, 6 * newton_pos[w, b], newton_grad, body_inv_mass, body_inv_inertia_W,
                                               body_reach))
         return out
 
     @ti.func
-    def short_step(w: ti.i32, B: ti.i32, tolerance: real, body_reach: ti.template(), newton_pos: ti.template(),
-                   newton_dv: ti.template()) -> ti.i32:
-        """1 when the float32 stopping test (module docstring) holds for the full Newton step in
-        newton_dv; always 0 in float64."""
+    def short_step(w: ti.i32, b0: ti.i32, b1: ti.i32, tolerance: real, body_reach: ti.template(), newton_pos: ti.template(),
+                   newton_body: ti.template(), newton_dv: ti.template()) -> ti.i32:
+        """1 when the float32 stopping test (module docstring) holds for the island's full
+        Newton step in newton_dv; always 0 in float64."""
         short = 0
         if ti.static(f.step_test):
             step = ti.cast(0.0, real)
-            for b in range(B):
+            for q in range(b0, b1):
+                b = newton_body[w, q]
                 step = ti.max(step, f.body_step(w, b, 6 * newton_pos[w, b], newton_dv, body_reach))
             short = 1 if step <= tolerance else 0
         return short
 
     @ti.func
-    def store_solution(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
-                       c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
+    def store_solution(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
+                       jend: ti.i32, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                        c_reg: ti.template(), c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(),
                        b_Jb: ti.template(), b_law: ti.template(), b_gamma: ti.template(), body_vc: ti.template(),
                        body_wc: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                       newton_pos: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
+                       newton_pos: ti.template(), newton_body: ti.template(), newton_row: ti.template(),
+                       newton_island: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(),
                        c_u: ti.template()):
-        """The solution: the impulses of the regularised law at the iterate to c_gamma and
-        b_gamma, and the velocities they give, v* + M^-1 J^T gamma, to body_vc/body_wc: the
+        """The island's solution: the impulses of the regularised law at the iterate to c_gamma
+        and b_gamma, and the velocities they give, v* + M^-1 J^T gamma, to body_vc/body_wc: the
         state's momentum changes by exactly the impulses reported (as with the projected
         iterations), and differs from the iterate by M^-1 r, which the stopping test bounds."""
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             f.store_velocity(w, b, 6 * newton_pos[w, b], newton_vs, body_vc, body_wc)
-        for c in range(start, end):
+        for s in range(s0, s1):
+            c = newton_row[s]
             gamma, _ = f.response(c_u[c], c_bound[c], c_reg[c], 0)
             c_gamma[c] = ti.cast(gamma, float)
         for j in range(jstart, jend):
-            b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
-                                                     newton_v), float)
-        f.apply_impulses(w, wm, start, end, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc,
-                         body_wc, body_inv_mass, body_inv_inertia_W)
+            ids = b_ids[j]
+            if f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) == k:
+                b_gamma[j] = ti.cast(f.bilateral_impulse(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos,
+                                                         newton_v), float)
+        apply_impulses(w, wm, k, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc,
+                       body_wc, body_inv_mass, body_inv_inertia_W, newton_row, newton_island)
 
     return types.SimpleNamespace(**locals())
 
@@ -1135,6 +1307,10 @@ def newton_solver(real):
         newton_padj: nd(dtype=ti.i32, ndim=3),
         newton_rows: nd(dtype=ti.i32, ndim=3),
         newton_row_len: nd(dtype=ti.i32, ndim=2),
+        newton_island: nd(dtype=ti.i32, ndim=2),
+        newton_body: nd(dtype=ti.i32, ndim=2),
+        newton_island_start: nd(dtype=ti.i32, ndim=3),
+        newton_row: nd(dtype=ti.i32, ndim=1),
         c_bound: nd(dtype=real, ndim=1),
         c_u: nd(dtype=rvec3, ndim=1),
         c_jdv: nd(dtype=rvec3, ndim=1),
@@ -1142,17 +1318,20 @@ def newton_solver(real):
         world_residual: nd(dtype=float, ndim=1),
         world_contacts: nd(dtype=ti.i32, ndim=1),
         world_updates: nd(dtype=ti.i32, ndim=1),
+        world_islands: nd(dtype=ti.i32, ndim=1),
         iterations: ti.i32,
         tolerance: float,
         omega: float,
         presweeps: ti.i32,
     ):
-        """One thread per world. Reads the contact rows, their warm-start impulses c_gamma, the
+        """One thread per world, which solves the world's islands one after the other
+        (world_funcs.group_islands). Reads the contact rows, their warm-start impulses c_gamma, the
         bilateral rows (solver.bilateral) and theirs b_gamma, and the free velocities
         body_vc/body_wc; writes the solved velocities there, the impulses of the solution to
-        c_gamma and b_gamma (row frames), and the world's iterations (factorisations), the
-        residual of the solution [m/s] (the stopping test's), contacts and contact evaluations
-        (world_updates, the presweeps' contact updates included). presweeps: the most
+        c_gamma and b_gamma (row frames), and the world's iterations (the most factorisations
+        of one island), the residual of the solution [m/s] (the stopping test's, the largest of
+        its islands'), contacts, contact evaluations (world_updates, the presweeps' contact
+        updates included) and islands (world_islands). presweeps: the most
         Gauss-Seidel sweeps before the Newton iterations (relaxation omega; 0: none).
         A bilateral row's body a < 0 is the world (no velocity).
 
@@ -1169,104 +1348,129 @@ def newton_solver(real):
                 w = slot // spread
                 start, end = world_start[w], world_start[w + 1]
                 jstart, jend = bilateral_start[w], bilateral_start[w + 1]
-                it = 0
-                residual = ti.cast(0.0, real)
+                it_world = 0
+                residual_world = ti.cast(0.0, real)
                 evaluations = 0
-                short = 0
+                n_islands = 0
                 if world_status[w] == 0:
                     wm = w % body_inv_mass.shape[0]
-                    f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg,
-                                   newton_padj, newton_rows, newton_row_len)
-                    wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                                  b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
-                                  c_bound, c_u)
-                    near = 0
-                    evaluations += 2 * (end - start) * newton_kept[w] * (1 if jend == jstart else 0)
-                    from_last = wf.choose_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
-                                    body_inv_inertia_W, newton_pos, newton_v, newton_vs, newton_last, newton_kept, newton_grad,
-                                    newton_dv, c_bound, c_u, c_jdv)
-                    evaluations += (end - start) * wf.gauss_seidel_sweeps(
-                        w, wm, start, end, B, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc,
-                        body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, c_bound, c_u)
-                    while True:
-                        modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
-                        # Gradient and Hessian: M first (identity rows for immobile bodies), then
-                        # the contacts; only the blocks of the factor's pattern are touched.
-                        for I in range(B):
-                            f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
-                        for b in range(B):
-                            f.mass_terms(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
-                                         newton_grad, newton_H)
-                        # Rows come grouped by pair (mostly): each run of rows of one pair is summed
-                        # here and written once (the gradient exactly; the Hessian with b's arms
-                        # taken as a's plus the run's first offset, which changes only the step).
-                        pair = -1
-                        run_a, run_b, run_pa, run_pb = 0, 0, 0, 0
-                        d = rvec3(0.0)
-                        sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
-                        sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
-                        for c in range(start, end + 1):
-                            ids = c_ids[c] if c < end else ivec4(-1)
-                            if ids[ID_PAIR] != pair or c == end:
-                                if pair >= 0:
-                                    f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
-                                                   newton_grad)
-                                    f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
-                                                  newton_H)
-                                pair = ids[ID_PAIR]
-                                if c < end:
-                                    run_a, run_b = ids[ID_A], ids[ID_B]
-                                    run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
-                                    d = ti.cast(c_rb[c], real) - ti.cast(c_ra[c], real)
-                                    sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
-                                    sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
-                            if c < end:
-                                cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
-                                                                              ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
-                                                                              ti.cast(c_rb[c], real))
-                                evaluations += 1
-                                sum_A += cA
-                                sum_AS += cAS
-                                sum_SAS += cSAS
-                                sum_f += cf
-                                sum_ta += cta
-                                sum_tb += ctb
-                        for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
-                            pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                                            body_inv_mass, newton_pos, newton_v)
-                            evaluations += 1
-                            if mobile_a:
-                                f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
-                            if mobile_b:
-                                f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
-                            if mobile_a and mobile_b:
-                                f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
-                        residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
-                        if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, start, end, jstart, jend, B, c_ids,
-                                          c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
-                                          body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs, c_bound, c_u) == 1:
-                            from_last, near, it, short = 0, 0, 0, 0
-                            continue
-                        if residual <= tolerance or it >= iterations or short == 1:
-                            break
-                        if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
-                            near = 1  # close already: the exact curvature from the first step
-                            continue
-                        f.factor_and_solve(w, B, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
-                                           newton_row_len)
-                        short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
-                        evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
-                                                          b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                                          newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                        it += 1
-                    wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                                      b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                      newton_vs, c_bound, c_u)
+                    f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg)
+                    n_islands = wf.group_islands(w, wm, start, end, jstart, jend, B, True, c_ids, b_ids, body_inv_mass, newton_pos,
+                                                 newton_island, newton_body, newton_island_start, newton_row)
+                    f.block_pattern(w, B, newton_adj, newton_pos, newton_padj, newton_rows, newton_row_len)
+                    wf.load_free(w, B, body_vc, body_wc, newton_pos, newton_v, newton_vs, newton_dv)
+                    for k in range(n_islands):  # each island alone (its positions are b0..b1: regrouped)
+                        b0, b1 = newton_island_start[w, k, 0], newton_island_start[w, k + 1, 0]
+                        s0, s1 = newton_island_start[w, k, 1], newton_island_start[w, k + 1, 1]
+                        joints = wf.island_joints(w, wm, k, jstart, jend, b_ids, body_inv_mass, newton_island)
+                        if s1 == s0 and joints == 0:
+                            continue  # no rows: the free velocities (already in place) are the solution
+                        it = 0
+                        residual = ti.cast(0.0, real)
+                        short = 0
+                        wf.warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
+                                      b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
+                                      newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        near = 0
+                        evaluations += 2 * (s1 - s0) * newton_kept[w] * (1 if joints == 0 else 0)
+                        from_last = wf.choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                                                    body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs,
+                                                    newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                        evaluations += (s1 - s0) * wf.gauss_seidel_sweeps(
+                            w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc,
+                            body_wc, body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v,
+                            c_bound, c_u)
+                        while True:
+                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
+                            # Gradient and Hessian: M first (identity rows for immobile bodies), then
+                            # the contacts; only the blocks of the factor's pattern are touched.
+                            for I in range(b0, b1):
+                                f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
+                                f.mass_terms(w, wm, newton_body[w, I], 6 * I, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
+                                             newton_grad, newton_H)
+                            # Rows come grouped by pair (mostly): each run of rows of one pair is summed
+                            # here and written once (the gradient exactly; the Hessian with b's arms
+                            # taken as a's plus the run's first offset, which changes only the step).
+                            pair = -1
+                            run_a, run_b, run_pa, run_pb = 0, 0, 0, 0
+                            d = rvec3(0.0)
+                            sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                            sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
+                            for s in range(s0, s1 + 1):
+                                c = -1
+                                ids = ivec4(-1)
+                                if s < s1:
+                                    c = newton_row[s]
+                                    ids = c_ids[c]
+                                if ids[ID_PAIR] != pair or s == s1:
+                                    if pair >= 0:
+                                        f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
+                                                       newton_grad)
+                                        f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
+                                                      newton_H)
+                                    pair = ids[ID_PAIR]
+                                    if s < s1:
+                                        run_a, run_b = ids[ID_A], ids[ID_B]
+                                        run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
+                                        d = ti.cast(c_rb[c], real) - ti.cast(c_ra[c], real)
+                                        sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
+                                        sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
+                                if s < s1:
+                                    cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
+                                                                                  ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
+                                                                                  ti.cast(c_rb[c], real))
+                                    evaluations += 1
+                                    sum_A += cA
+                                    sum_AS += cAS
+                                    sum_SAS += cSAS
+                                    sum_f += cf
+                                    sum_ta += cta
+                                    sum_tb += ctb
+                            for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
+                                jids = b_ids[j]
+                                if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
+                                    pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
+                                                                                                    body_inv_mass, newton_pos,
+                                                                                                    newton_v)
+                                    evaluations += 1
+                                    if mobile_a:
+                                        f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
+                                    if mobile_b:
+                                        f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
+                                    if mobile_a and mobile_b:
+                                        f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                            residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
+                                                   newton_body, newton_grad)
+                            if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, k, b0, b1, s0, s1, jstart, jend,
+                                              c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
+                                              body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
+                                              newton_v, newton_vs, c_bound, c_u) == 1:
+                                from_last, near, it, short = 0, 0, 0, 0
+                                continue
+                            if residual <= tolerance or it >= iterations or short == 1:
+                                break
+                            if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                                near = 1  # close already: the exact curvature from the first step
+                                continue
+                            f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
+                                               newton_row_len)
+                            short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
+                            evaluations += wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
+                                                              c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
+                                                              newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                                              newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            it += 1
+                        wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
+                                          b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,
+                                          newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        it_world = ti.max(it_world, it)
+                        residual_world = ti.max(residual_world, residual)
                     wf.keep_solution(w, B, newton_pos, newton_v, newton_last, newton_kept)
-                world_iterations[w] = it
-                world_residual[w] = ti.cast(residual, float)
+                world_iterations[w] = it_world
+                world_residual[w] = ti.cast(residual_world, float)
                 world_contacts[w] = end - start
                 world_updates[w] = evaluations
+                world_islands[w] = n_islands
 
     return solve_newton
 

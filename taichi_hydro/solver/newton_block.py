@@ -2,7 +2,10 @@
 block schedule: one block (workgroup) of BLOCK threads per world, cuda and vulkan.
 
 The same algorithm, stopping rule and outputs as the world kernel (solver.newton.newton_solver),
-from the same ti.funcs (newton_funcs); the lanes of a world's block share its passes:
+from the same ti.funcs (newton_funcs), except that a world is solved whole: one line search
+and one stopping test for all its islands (the world kernels solve each island alone,
+world_funcs.group_islands), and its islands are not reported (0). The lanes of a world's
+block share its passes:
 
 - per contact (lane c mod BLOCK): u = J v, the response and its world-frame terms, J dv, the
   line search's directional terms, the step of u and of the bound; per body: the mass terms,
@@ -158,7 +161,7 @@ def newton_block_solver(real, spirv: bool):
                             b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
                             body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
                             body_inv_inertia_W: ti.template()):
-        """Body b's part of newton_funcs.apply_impulses (v += M^-1 J^T gamma), on the lane that
+        """Body b's part of newton.world_funcs.apply_impulses (v += M^-1 J^T gamma), on the lane that
         owns it: the contact rows of its runs, then the bilateral rows that touch it, in row
         order, so the body sees the same sums as there."""
         if body_inv_mass[wm, b] > 0.0:
@@ -257,7 +260,8 @@ def newton_block_solver(real, spirv: bool):
                 wm = w % body_inv_mass.shape[0]
                 if lane == 0:
                     f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos,
-                                   newton_deg, newton_padj, newton_rows, newton_row_len)
+                                   newton_deg)
+                    f.block_pattern(w, B, newton_adj, newton_pos, newton_padj, newton_rows, newton_row_len)
                     list_runs(w, start, end, B, c_ids, newton_run_end, c_body_runs)
                 barrier(newton_fence, w)
                 b = lane

@@ -37,12 +37,12 @@ sqrt(m_min), m_min the least of min(m, 1 / (trace(I^-1) reach^2)) over mobile bo
 tolerance at any body point. The Newton iteration's own stopping test is on the iterate's
 residual (solver.newton), not on the step, so CG's truncation costs Newton iterations, never
 accuracy: the solution returned balances momentum to the tolerance whatever the steps'
-errors. The cap is 6B iterations (CG's exact termination, in exact arithmetic, for a (6B, 6B)
-system); the iterations are counted in world_linear_iterations (Simulator.solver_stats),
+errors. The cap is 6n iterations for an island of n bodies (CG's exact termination, in exact
+arithmetic, for a (6n, 6n) system); the iterations are counted in world_linear_iterations (Simulator.solver_stats),
 never silent.
 
-Every sum runs in a fixed order (one thread per world, rows and bodies in index order): the
-deterministic mode's bit-for-bit results hold."""
+Every sum runs in a fixed order (one thread per world, each island's rows and bodies in
+index order): the deterministic mode's bit-for-bit results hold."""
 
 import functools
 import types
@@ -205,20 +205,25 @@ def cg_funcs(real):
             f.add_gradient_side(w, b, fo, rb.cross(fo), 1.0, y)
 
     @ti.func
-    def hessian_product(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
-                        c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
+    def hessian_product(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
+                        jend: ti.i32, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                         c_G: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_law: ti.template(),
                         body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
+                        newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
                         newton_v: ti.template(), x: ti.template(), y: ti.template()):
-        """y = H x = M x + sum over contact rows J^T G J x + sum over bilateral rows G j (j . x),
-        G of the bilateral rows at the iterate newton_v."""
-        for b in range(B):
-            mass_product(w, wm, b, x, body_inv_mass, body_inv_inertia_W, y)
-        for c in range(start, end):
+        """y = H x on island k (newton.world_funcs): M x + sum over its contact rows J^T G J x +
+        sum over its bilateral rows G j (j . x), G of the bilateral rows at the iterate newton_v."""
+        for q in range(b0, b1):
+            mass_product(w, wm, newton_body[w, q], x, body_inv_mass, body_inv_inertia_W, y)
+        for s in range(s0, s1):
+            c = newton_row[s]
             ids = c_ids[c]
             row_product(w, wm, ids[ID_A], ids[ID_B], c_G[c], ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
                         ti.cast(c_rb[c], real), body_inv_mass, x, y)
         for j in range(jstart, jend):
+            jids = b_ids[j]
+            if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) != k:
+                continue
             pa, pb, mobile_a, mobile_b, ja, jb, _gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
                                                                              newton_pos, newton_v)
             jx = G * f.row_u(w, 6 * pa if mobile_a else -1, 6 * pb, ja, jb, x)
@@ -230,14 +235,15 @@ def cg_funcs(real):
                     y[w, 6 * pb + k] += jb[k] * jx
 
     @ti.func
-    def mass_norms(w: ti.i32, wm: ti.i32, B: ti.i32, r: ti.template(), x: ti.template(), body_inv_mass: ti.template(),
-                   body_inv_inertia_W: ti.template()):
-        """(r^T M^-1 r, x^T M x) over the world's mobile bodies [kg m^2/s^2]: the residual's
-        squared inverse-mass norm (r in N s and N m s) and the step's squared kinetic-energy
-        norm (x in m/s and rad/s)."""
+    def mass_norms(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, r: ti.template(), x: ti.template(),
+                   body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_body: ti.template()):
+        """(r^T M^-1 r, x^T M x) over the mobile bodies newton_body[w, b0:b1] (an island's)
+        [kg m^2/s^2]: the residual's squared inverse-mass norm (r in N s and N m s) and the
+        step's squared kinetic-energy norm (x in m/s and rad/s)."""
         rr = ti.cast(0.0, real)
         xx = ti.cast(0.0, real)
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             inv_m = ti.cast(body_inv_mass[wm, b], real)
             if inv_m > 0.0:
                 p = 6 * b
@@ -251,12 +257,14 @@ def cg_funcs(real):
         return rr, xx
 
     @ti.func
-    def point_mass(w: ti.i32, wm: ti.i32, B: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                   body_reach: ti.template()) -> real:
-        """The least mass any mobile body shows at its farthest point [kg]: min over bodies of
-        min(m, 1 / (trace(I^-1) reach^2)) (trace(I^-1) >= the largest eigenvalue of I^-1)."""
+    def point_mass(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                   body_reach: ti.template(), newton_body: ti.template()) -> real:
+        """The least mass any mobile body of newton_body[w, b0:b1] (an island) shows at its
+        farthest point [kg]: min over them of min(m, 1 / (trace(I^-1) reach^2)) (trace(I^-1) >=
+        the largest eigenvalue of I^-1)."""
         least = ti.cast(1e30, real)
-        for b in range(B):
+        for q in range(b0, b1):
+            b = newton_body[w, q]
             inv_m = ti.cast(body_inv_mass[wm, b], real)
             if inv_m > 0.0:
                 least = ti.min(least, 1.0 / inv_m)
@@ -309,6 +317,10 @@ def newton_cg_solver(real):
         newton_dv: nd(dtype=real, ndim=2),
         newton_scale: nd(dtype=real, ndim=2),
         newton_pos: nd(dtype=ti.i32, ndim=2),
+        newton_island: nd(dtype=ti.i32, ndim=2),
+        newton_body: nd(dtype=ti.i32, ndim=2),
+        newton_island_start: nd(dtype=ti.i32, ndim=3),
+        newton_row: nd(dtype=ti.i32, ndim=1),
         newton_r: nd(dtype=real, ndim=2),
         newton_p: nd(dtype=real, ndim=2),
         newton_q: nd(dtype=real, ndim=2),
@@ -321,6 +333,7 @@ def newton_cg_solver(real):
         world_residual: nd(dtype=float, ndim=1),
         world_contacts: nd(dtype=ti.i32, ndim=1),
         world_updates: nd(dtype=ti.i32, ndim=1),
+        world_islands: nd(dtype=ti.i32, ndim=1),
         iterations: ti.i32,
         tolerance: float,
         omega: float,
@@ -341,110 +354,148 @@ def newton_cg_solver(real):
                 w = slot // spread
                 start, end = world_start[w], world_start[w + 1]
                 jstart, jend = bilateral_start[w], bilateral_start[w + 1]
-                it = 0
+                it_world = 0
                 linear = 0
-                residual = ti.cast(0.0, real)
+                residual_world = ti.cast(0.0, real)
                 evaluations = 0
-                short = 0
+                n_islands = 0
                 if world_status[w] == 0:
                     wm = w % body_inv_mass.shape[0]
                     for b in range(B):
                         newton_pos[w, b] = b
-                    # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
-                    floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach)
-                    wf.warm_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                                  b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs,
-                                  c_bound, c_u)
-                    near = 0
-                    evaluations += 2 * (end - start) * newton_kept[w] * (1 if jend == jstart else 0)
-                    from_last = wf.choose_start(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
-                                    body_inv_inertia_W, newton_pos, newton_v, newton_vs, newton_last, newton_kept, newton_grad,
-                                    newton_dv, c_bound, c_u, c_jdv)
-                    evaluations += (end - start) * wf.gauss_seidel_sweeps(
-                        w, wm, start, end, B, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc,
-                        body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, c_bound, c_u)
-                    while True:
-                        modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
-                        # Gradient, row curvatures and the preconditioner's blocks.
-                        for b in range(B):
-                            g.mass_block(w, wm, b, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W, newton_grad, newton_block)
-                        for c in range(start, end):
-                            ids = c_ids[c]
-                            g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
-                                          ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), body_inv_mass,
-                                          newton_grad, newton_block, c_G)
-                        for j in range(jstart, jend):
-                            pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                                            body_inv_mass, newton_pos, newton_v)
-                            if mobile_a:
-                                g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
-                            if mobile_b:
-                                g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
-                        evaluations += end - start + jend - jstart
-                        residual = wf.residual(w, wm, B, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos, newton_grad)
-                        if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, start, end, jstart, jend, B, c_ids,
-                                          c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
-                                          body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_vs, c_bound, c_u) == 1:
-                            from_last, near, it, short = 0, 0, 0, 0
-                            continue
-                        if residual <= tolerance or it >= iterations or short == 1:
-                            break
-                        if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
-                            near = 1  # close already: the exact curvature from the first step (solver.newton)
-                            continue
-                        for b in range(B):
-                            g.factor_block(w, b, newton_block, newton_scale)
-                        # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
-                        for i in range(6 * B):
-                            newton_dv[w, i] = 0.0
-                            newton_r[w, i] = -newton_grad[w, i]
-                        for b in range(B):
-                            g.precondition(w, b, newton_block, newton_scale, newton_r, newton_q)
-                        rz = ti.cast(0.0, real)
-                        for i in range(6 * B):
-                            newton_p[w, i] = newton_q[w, i]
-                            rz += newton_r[w, i] * newton_q[w, i]
-                        k = 0
-                        while k < 6 * B and rz > 0.0:
-                            g.hessian_product(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_G, b_ids, b_Ja, b_Jb,
-                                              b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v, newton_p, newton_q)
-                            evaluations += end - start + jend - jstart
-                            pq = ti.cast(0.0, real)
-                            for i in range(6 * B):
-                                pq += newton_p[w, i] * newton_q[w, i]
-                            if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                    n_islands = wf.group_islands(w, wm, start, end, jstart, jend, B, False, c_ids, b_ids, body_inv_mass, newton_pos,
+                                                 newton_island, newton_body, newton_island_start, newton_row)
+                    wf.load_free(w, B, body_vc, body_wc, newton_pos, newton_v, newton_vs, newton_dv)
+                    for k in range(n_islands):  # each island alone (newton_pos is the identity here)
+                        b0, b1 = newton_island_start[w, k, 0], newton_island_start[w, k + 1, 0]
+                        s0, s1 = newton_island_start[w, k, 1], newton_island_start[w, k + 1, 1]
+                        joints = wf.island_joints(w, wm, k, jstart, jend, b_ids, body_inv_mass, newton_island)
+                        if s1 == s0 and joints == 0:
+                            continue  # no rows: the free velocities (already in place) are the solution
+                        it = 0
+                        residual = ti.cast(0.0, real)
+                        short = 0
+                        # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
+                        floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W,
+                                                                              body_reach, newton_body)
+                        wf.warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
+                                      b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
+                                      newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        near = 0
+                        evaluations += 2 * (s1 - s0) * newton_kept[w] * (1 if joints == 0 else 0)
+                        from_last = wf.choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                                                    body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs,
+                                                    newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                        evaluations += (s1 - s0) * wf.gauss_seidel_sweeps(
+                            w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc,
+                            body_wc, body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v,
+                            c_bound, c_u)
+                        while True:
+                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
+                            # Gradient, row curvatures and the preconditioner's blocks.
+                            for q in range(b0, b1):
+                                g.mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
+                                             newton_grad, newton_block)
+                            for s in range(s0, s1):
+                                c = newton_row[s]
+                                ids = c_ids[c]
+                                g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
+                                              ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
+                                              body_inv_mass, newton_grad, newton_block, c_G)
+                            for j in range(jstart, jend):
+                                jids = b_ids[j]
+                                if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
+                                    pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
+                                                                                                    body_inv_mass, newton_pos,
+                                                                                                    newton_v)
+                                    if mobile_a:
+                                        g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
+                                    if mobile_b:
+                                        g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
+                            evaluations += s1 - s0 + joints
+                            residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
+                                                   newton_body, newton_grad)
+                            if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, k, b0, b1, s0, s1, jstart, jend,
+                                              c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
+                                              body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
+                                              newton_v, newton_vs, c_bound, c_u) == 1:
+                                from_last, near, it, short = 0, 0, 0, 0
+                                continue
+                            if residual <= tolerance or it >= iterations or short == 1:
                                 break
-                            step = rz / pq
-                            for i in range(6 * B):
-                                newton_dv[w, i] += step * newton_p[w, i]
-                                newton_r[w, i] -= step * newton_q[w, i]
-                            k += 1
-                            for b in range(B):
-                                g.precondition(w, b, newton_block, newton_scale, newton_r, newton_q)
-                            rz_next = ti.cast(0.0, real)
-                            for i in range(6 * B):
-                                rz_next += newton_r[w, i] * newton_q[w, i]
-                            rr, xx = g.mass_norms(w, wm, B, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W)
-                            if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
-                                break
-                            beta = rz_next / rz
-                            rz = rz_next
-                            for i in range(6 * B):
-                                newton_p[w, i] = newton_q[w, i] + beta * newton_p[w, i]
-                        linear += k
-                        short = wf.short_step(w, B, tolerance, body_reach, newton_pos, newton_dv)
-                        evaluations += wf.search_and_step(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, b_ids,
-                                                          b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                                          newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                        it += 1
-                    wf.store_solution(w, wm, start, end, jstart, jend, B, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb,
-                                      b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_v,
-                                      newton_vs, c_bound, c_u)
+                            if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                                near = 1  # close already: the exact curvature from the first step (solver.newton)
+                                continue
+                            for q in range(b0, b1):
+                                g.factor_block(w, newton_body[w, q], newton_block, newton_scale)
+                            # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
+                            for q in range(b0, b1):
+                                p = 6 * newton_body[w, q]
+                                for i in ti.static(range(6)):
+                                    newton_dv[w, p + i] = 0.0
+                                    newton_r[w, p + i] = -newton_grad[w, p + i]
+                                g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
+                            rz = ti.cast(0.0, real)
+                            for q in range(b0, b1):
+                                p = 6 * newton_body[w, q]
+                                for i in ti.static(range(6)):
+                                    newton_p[w, p + i] = newton_q[w, p + i]
+                                    rz += newton_r[w, p + i] * newton_q[w, p + i]
+                            n_cg = 0
+                            while n_cg < 6 * (b1 - b0) and rz > 0.0:
+                                g.hessian_product(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_G, b_ids, b_Ja,
+                                                  b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                  newton_island, newton_v, newton_p, newton_q)
+                                evaluations += s1 - s0 + joints
+                                pq = ti.cast(0.0, real)
+                                for q in range(b0, b1):
+                                    p = 6 * newton_body[w, q]
+                                    for i in ti.static(range(6)):
+                                        pq += newton_p[w, p + i] * newton_q[w, p + i]
+                                if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                                    break
+                                step = rz / pq
+                                for q in range(b0, b1):
+                                    p = 6 * newton_body[w, q]
+                                    for i in ti.static(range(6)):
+                                        newton_dv[w, p + i] += step * newton_p[w, p + i]
+                                        newton_r[w, p + i] -= step * newton_q[w, p + i]
+                                n_cg += 1
+                                for q in range(b0, b1):
+                                    g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
+                                rz_next = ti.cast(0.0, real)
+                                for q in range(b0, b1):
+                                    p = 6 * newton_body[w, q]
+                                    for i in ti.static(range(6)):
+                                        rz_next += newton_r[w, p + i] * newton_q[w, p + i]
+                                rr, xx = g.mass_norms(w, wm, b0, b1, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W,
+                                                      newton_body)
+                                if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
+                                    break
+                                beta = rz_next / rz
+                                rz = rz_next
+                                for q in range(b0, b1):
+                                    p = 6 * newton_body[w, q]
+                                    for i in ti.static(range(6)):
+                                        newton_p[w, p + i] = newton_q[w, p + i] + beta * newton_p[w, p + i]
+                            linear += n_cg
+                            short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
+                            evaluations += wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
+                                                              c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
+                                                              newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                                              newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            it += 1
+                        wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
+                                          b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,
+                                          newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        it_world = ti.max(it_world, it)
+                        residual_world = ti.max(residual_world, residual)
                     wf.keep_solution(w, B, newton_pos, newton_v, newton_last, newton_kept)
-                world_iterations[w] = it
+                world_iterations[w] = it_world
                 world_linear_iterations[w] = linear
-                world_residual[w] = ti.cast(residual, float)
+                world_residual[w] = ti.cast(residual_world, float)
                 world_contacts[w] = end - start
                 world_updates[w] = evaluations
+                world_islands[w] = n_islands
 
     return solve_newton_cg
