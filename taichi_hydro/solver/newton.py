@@ -1142,6 +1142,34 @@ def world_funcs(real):
         return n
 
     @ti.func
+    def start_island(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32,
+                     joints: ti.i32, presweeps: ti.i32, tolerance: float, omega: float, c_ids: ti.template(),
+                     c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(),
+                     c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                     b_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(), body_reach: ti.template(),
+                     body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
+                     newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
+                     newton_v: ti.template(), newton_vs: ti.template(), newton_last: ti.template(), newton_kept: ti.template(),
+                     newton_grad: ti.template(), newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(),
+                     c_jdv: ti.template()):
+        """Island k's first iterate, as both world kernels start it: the warm start, the choice
+        between it and the last solution (choose_start; joints: the island's bilateral rows),
+        then up to `presweeps` Gauss-Seidel sweeps. Returns (from_last, the contact rows
+        evaluated)."""
+        warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
+                   body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
+                   newton_v, newton_vs, c_bound, c_u)
+        evaluations = 2 * (s1 - s0) * newton_kept[w] * (1 if joints == 0 else 0)
+        from_last = choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                                 body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs, newton_last,
+                                 newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+        evaluations += (s1 - s0) * gauss_seidel_sweeps(w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra,
+                                                       c_rb, c_reg, c_gamma, body_vc, body_wc, body_reach, body_inv_mass,
+                                                       body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, c_bound,
+                                                       c_u)
+        return from_last, evaluations
+
+    @ti.func
     def search_and_step(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
                         jend: ti.i32, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
                         c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_law: ti.template(),
@@ -1368,18 +1396,13 @@ def newton_solver(real):
                         it = 0
                         residual = ti.cast(0.0, real)
                         short = 0
-                        wf.warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
-                                      b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                      newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        from_last, started = wf.start_island(
+                            w, wm, k, b0, b1, s0, s1, jstart, jend, joints, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb,
+                            c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach, body_inv_mass,
+                            body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, newton_last,
+                            newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                        evaluations += started
                         near = 0
-                        evaluations += 2 * (s1 - s0) * newton_kept[w] * (1 if joints == 0 else 0)
-                        from_last = wf.choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
-                                                    body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs,
-                                                    newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                        evaluations += (s1 - s0) * wf.gauss_seidel_sweeps(
-                            w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc,
-                            body_wc, body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v,
-                            c_bound, c_u)
                         while True:
                             modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
                             # Gradient and Hessian: M first (identity rows for immobile bodies), then

@@ -378,18 +378,13 @@ def newton_cg_solver(real):
                         # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
                         floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W,
                                                                               body_reach, newton_body)
-                        wf.warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja,
-                                      b_Jb, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                      newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        from_last, started = wf.start_island(
+                            w, wm, k, b0, b1, s0, s1, jstart, jend, joints, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb,
+                            c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach, body_inv_mass,
+                            body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, newton_last,
+                            newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                        evaluations += started
                         near = 0
-                        evaluations += 2 * (s1 - s0) * newton_kept[w] * (1 if joints == 0 else 0)
-                        from_last = wf.choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
-                                                    body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs,
-                                                    newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                        evaluations += (s1 - s0) * wf.gauss_seidel_sweeps(
-                            w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, body_vc,
-                            body_wc, body_reach, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v,
-                            c_bound, c_u)
                         while True:
                             modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
                             # Gradient, row curvatures and the preconditioner's blocks.
