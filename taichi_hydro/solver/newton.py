@@ -293,13 +293,23 @@ def newton_funcs(real):
             add_block(H, w, pb, pa, -1.0, A, ASa, ASb, SASa + X, False)
 
     @ti.func
+    def hessian_arm(mobile_a: ti.i32, ra: rvec3, rb: rvec3):
+        """(arm, d): the arm about which a row's Hessian moments are taken (contact_terms,
+        add_hessian) and b's arm less it: a's arm and d = r_b - r_a while body a is mobile,
+        else b's own arm and d = 0. An immobile body's arms reach from its origin, metres away
+        for a half-space or a table: moments about them, shifted to b by d, cancel all but the
+        last digits in float32 (the twist block of a body 1.2 m from a half-space's origin came
+        out negative, and its factor NaN, from a deep start on vulkan)."""
+        return ti.select(mobile_a, ra, rb), ti.select(mobile_a, rb - ra, rvec3(0.0))
+
+    @ti.func
     def add_hessian(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, A: rmat3, ASa: rmat3, SASa: rmat3,
                     d: rvec3, body_inv_mass: ti.template(), H: ti.template()):
         """H += sum_i J_i^T G_i J_i for rows between bodies a and b, from the moments of
-        A_i = F_i^T G_i F_i about a's arms r_a,i: A = sum A_i, ASa = sum A_i [r_a,i],
-        SASa = sum [r_a,i] A_i [r_a,i]. b's arms are r_a,i + d (the rows share their point), so
-        with X = [d] ASa: sum A_i [r_b,i] = ASa + A [d], sum [r_b,i] A_i [r_b,i] = SASa + X + X^T +
-        [d] A [d], sum [r_a,i] A_i [r_b,i] = SASa + X^T."""
+        A_i = F_i^T G_i F_i about the arms r_i of hessian_arm (a's while a is mobile): A = sum A_i,
+        ASa = sum A_i [r_i], SASa = sum [r_i] A_i [r_i]. b's arms are r_i + d (the rows share
+        their point), so with X = [d] ASa: sum A_i [r_b,i] = ASa + A [d], sum [r_b,i] A_i [r_b,i]
+        = SASa + X + X^T + [d] A [d], sum [r_a,i] A_i [r_b,i] = SASa + X^T."""
         if body_inv_mass[wm, a] > 0.0:
             hessian_a(w, pa, A, ASa, SASa, H)
         if body_inv_mass[wm, b] > 0.0:
@@ -543,14 +553,15 @@ def newton_funcs(real):
                 H[w, p + k, p + k] = 1.0
 
     @ti.func
-    def contact_terms(u: rvec3, g: real, reg: contact_reg, modified: ti.i32, F: rmat3, ra: rvec3, rb: rvec3):
+    def contact_terms(u: rvec3, g: real, reg: contact_reg, modified: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, arm: rvec3):
         """One contact's impulse and curvature in the world frame: f = F^T gamma (on b), its
-        moments ra x f and rb x f, A = F^T G F, A [ra] and [ra] A [ra] (add_hessian's sums)."""
+        moments ra x f and rb x f, A = F^T G F, A [arm] and [arm] A [arm] (add_hessian's sums;
+        arm: hessian_arm's)."""
         gamma, G = response(u, g, reg, modified)
         f = mat_t_vec(F, gamma)
         A = mat_mat(mat_t_mat(F, G), F)
-        AS = times_skew(A, ra)
-        return f, ra.cross(f), rb.cross(f), A, AS, skew_times(ra, AS)
+        AS = times_skew(A, arm)
+        return f, ra.cross(f), rb.cross(f), A, AS, skew_times(arm, AS)
 
     @ti.func
     def bilateral_row(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
@@ -1412,10 +1423,11 @@ def newton_solver(real):
                                 f.mass_terms(w, wm, newton_body[w, I], 6 * I, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
                                              newton_grad, newton_H)
                             # Rows come grouped by pair (mostly): each run of rows of one pair is summed
-                            # here and written once (the gradient exactly; the Hessian with b's arms
-                            # taken as a's plus the run's first offset, which changes only the step).
+                            # here and written once (the gradient exactly; the Hessian from moments about
+                            # hessian_arm's arms, b's taken as those plus the run's first offset, which
+                            # changes only the step).
                             pair = -1
-                            run_a, run_b, run_pa, run_pb = 0, 0, 0, 0
+                            run_a, run_b, run_pa, run_pb, run_mobile_a = 0, 0, 0, 0, 0
                             d = rvec3(0.0)
                             sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
                             sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
@@ -1435,13 +1447,15 @@ def newton_solver(real):
                                     if s < s1:
                                         run_a, run_b = ids[ID_A], ids[ID_B]
                                         run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
-                                        d = ti.cast(c_rb[c], real) - ti.cast(c_ra[c], real)
+                                        run_mobile_a = body_inv_mass[wm, run_a] > 0.0
+                                        _, d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
                                         sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
                                         sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
                                 if s < s1:
+                                    ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
+                                    arm, _ = f.hessian_arm(run_mobile_a, ra, rb)
                                     cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
-                                                                                  ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
-                                                                                  ti.cast(c_rb[c], real))
+                                                                                  ti.cast(c_frame[c], real), ra, rb, arm)
                                     evaluations += 1
                                     sum_A += cA
                                     sum_AS += cAS

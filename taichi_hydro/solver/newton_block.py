@@ -296,8 +296,10 @@ def newton_block_solver(real, spirv: bool):
                         b += BLOCK
                     c = start + lane
                     while c < end:
+                        ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
+                        arm, _ = f.hessian_arm(body_inv_mass[wm, c_ids[c][ID_A]] > 0.0, ra, rb)
                         cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified, ti.cast(c_frame[c], real),
-                                                                      ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
+                                                                      ra, rb, arm)
                         c_f[c], c_ta[c], c_tb[c] = cf, cta, ctb
                         c_A[c], c_AS[c], c_SAS[c] = cA, cAS, cSAS
                         c += BLOCK
@@ -337,7 +339,7 @@ def newton_block_solver(real, spirv: bool):
                                 ids = c_ids[cr]
                                 a, bb = ids[ID_A], ids[ID_B]
                                 pa, pb = newton_pos[w, a], newton_pos[w, bb]
-                                d = ti.cast(c_rb[cr], real) - ti.cast(c_ra[cr], real)
+                                _, d = f.hessian_arm(body_inv_mass[wm, a] > 0.0, ti.cast(c_ra[cr], real), ti.cast(c_rb[cr], real))
                                 if a == b:
                                     f.add_gradient_side(w, pa, c_f[cr], c_ta[cr], 1.0, newton_grad)
                                     f.hessian_a(w, pa, c_A[cr], c_AS[cr], c_SAS[cr], newton_H)
