@@ -16,8 +16,11 @@ contact response of the regularised law
     stick |u_t| <= g R_t: gamma_t = -u_t / R_t,  G_t = I / R_t;
     slide: gamma_t = -g u_t / |u_t|,  G_t = (g / |u_t|)(I - t t^T)   (t = u_t / |u_t|),
 
-where the first MODIFIED_ITERATIONS iterations use the isotropic slip curvature (g / |u_t|) I
-(a majorant: fewer iterations on piles than the exact curvature from the start), unless the
+where the first MODIFIED_ITERATIONS iterations of an island of two or more bodies use the
+isotropic slip curvature (g / |u_t|) I (a majorant: fewer iterations on piles than the exact
+curvature from the start, where the slip of one body's contacts turns with its neighbours';
+an island of one body gets the exact curvature at once: a lone sliding contact then takes one
+iteration instead of three), unless the
 first iterate's residual is already within NEAR_TOLERANCES tolerances: then the exact
 curvature from the first step (near the solution the majorant only slows the convergence to
 linear; the switch costs one more assembly of H). H is
@@ -81,6 +84,7 @@ from .world_schedule import world_spread
 __all__ = ["newton_funcs", "world_funcs", "newton_solver", "forget_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
+"""Iterations of an island of two or more bodies that use the isotropic slip curvature."""
 NEAR_TOLERANCES = 1e3
 """A first residual within this many tolerances starts the exact slip curvature at once."""
 LAST_START_ITERATIONS = 20
@@ -1415,7 +1419,7 @@ def newton_solver(real):
                         evaluations += started
                         near = 0
                         while True:
-                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
+                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and b1 - b0 > 1 else 0
                             # Gradient and Hessian: M first (identity rows for immobile bodies), then
                             # the contacts; only the blocks of the factor's pattern are touched.
                             for I in range(b0, b1):

@@ -4,7 +4,10 @@ block schedule: one block (workgroup) of BLOCK threads per world, cuda and vulka
 The same algorithm, stopping rule and outputs as the world kernel (solver.newton.newton_solver),
 from the same ti.funcs (newton_funcs), except that a world is solved whole: one line search
 and one stopping test for all its islands (the world kernels solve each island alone,
-world_funcs.group_islands), and its islands are not reported (0). The lanes of a world's
+world_funcs.group_islands), its islands are not reported (0), and the isotropic slip
+curvature of the first MODIFIED_ITERATIONS iterations applies to every world with a row
+between two mobile bodies (the world kernels: to every island of two or more bodies; a world
+of lone bodies gets the exact curvature from the first step in both). The lanes of a world's
 block share its passes:
 
 - per contact (lane c mod BLOCK): u = J v, the response and its world-frame terms, J dv, the
@@ -283,8 +286,12 @@ def newton_block_solver(real, spirv: bool):
                     c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                          ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
                     c += BLOCK
+                coupled = 0  # a row joins two mobile bodies (the factor has a block off its diagonal): the same on every lane
+                for I in range(B):
+                    if newton_row_len[w, I] > 0:
+                        coupled = 1
                 while True:  # it: block-uniform
-                    modified = 1 if it < MODIFIED_ITERATIONS else 0
+                    modified = 1 if it < MODIFIED_ITERATIONS and coupled == 1 else 0
                     # Each lane: the mass terms of its bodies (zeroing their block rows), the
                     # terms of its contacts.
                     b = lane

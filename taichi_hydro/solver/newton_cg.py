@@ -386,7 +386,7 @@ def newton_cg_solver(real):
                         evaluations += started
                         near = 0
                         while True:
-                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 else 0
+                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and b1 - b0 > 1 else 0
                             # Gradient, row curvatures and the preconditioner's blocks.
                             for q in range(b0, b1):
                                 g.mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
