@@ -170,8 +170,8 @@ def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
     gamma0_n: from a cold start it is 0 and the bound is right from the second iteration on
     (observed: 2 for the stick and the slide). With the warm normal impulse the bound is the
     solution's, but the stick starts outside its stick disk (|v*_t| > g R_t): also 2. The
-    warm slide is one body's island, which gets the exact slip curvature from the first step
-    (MODIFIED_ITERATIONS applies to islands of two or more bodies): 1 iteration (it took 3
+    warm slide is one body's island, which in float64 gets the exact slip curvature from the
+    first step (solver.newton.lone_exact): 1 iteration (it took 3
     when the isotropic curvature of the first iterations stretched its step, shared by the
     normal and the tangent, past 1 while the residual weighs a normal error by
     mu / (M R_n) = 1e4). The issue asks for at most 2 in every case. The errors are 0 to

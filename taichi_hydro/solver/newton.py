@@ -16,10 +16,10 @@ contact response of the regularised law
     stick |u_t| <= g R_t: gamma_t = -u_t / R_t,  G_t = I / R_t;
     slide: gamma_t = -g u_t / |u_t|,  G_t = (g / |u_t|)(I - t t^T)   (t = u_t / |u_t|),
 
-where the first MODIFIED_ITERATIONS iterations of an island of two or more bodies use the
-isotropic slip curvature (g / |u_t|) I (a majorant: fewer iterations on piles than the exact
-curvature from the start, where the slip of one body's contacts turns with its neighbours';
-an island of one body gets the exact curvature at once: a lone sliding contact then takes one
+where the first MODIFIED_ITERATIONS iterations use the isotropic slip curvature (g / |u_t|) I
+(a majorant: fewer iterations on piles than the exact curvature from the start, where the slip
+of one body's contacts turns with its neighbours'); in float64 arithmetic an island of one
+body gets the exact curvature at once (lone_exact: a lone sliding contact then takes one
 iteration instead of three), unless the
 first iterate's residual is already within NEAR_TOLERANCES tolerances: then the exact
 curvature from the first step (near the solution the majorant only slows the convergence to
@@ -81,10 +81,10 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
 from .world_schedule import world_spread
 
-__all__ = ["newton_funcs", "world_funcs", "newton_solver", "forget_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
+__all__ = ["newton_funcs", "world_funcs", "newton_solver", "lone_exact", "forget_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
-"""Iterations of an island of two or more bodies that use the isotropic slip curvature."""
+"""Iterations that use the isotropic slip curvature (in float64, islands of two or more bodies)."""
 NEAR_TOLERANCES = 1e3
 """A first residual within this many tolerances starts the exact slip curvature at once."""
 LAST_START_ITERATIONS = 20
@@ -99,6 +99,15 @@ best step can be several Newton steps long."""
 
 
 @functools.lru_cache(maxsize=None)
+def lone_exact(real) -> bool:
+    """Whether an island of one body gets the exact slip curvature from its first iteration
+    (the block schedule: a world without a row between two mobile bodies) in arithmetic `real`:
+    in float64 only. In float32 the exact curvature from a far start stalled a lone body: with
+    the solve's arithmetic forced to float32 on cpu, the sliding coin (bench case coin, 8
+    worlds) hit the iteration cap (300) in one step; with the isotropic start its most was 6."""
+    return real == ti.f64
+
+
 def newton_funcs(real):
     """The ti.funcs of one Newton solve with arithmetic in `real` (ti.f64 or ti.f32), made once
     per type and shared by both schedules (the world kernel below and solver.newton_block):
@@ -1313,6 +1322,7 @@ def newton_solver(real):
     linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32), made once per type."""
     f = newton_funcs(real)
     wf = world_funcs(real)
+    every_island = 0 if lone_exact(real) else 1  # the isotropic start also for islands of one body
     rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.kernel
@@ -1419,7 +1429,7 @@ def newton_solver(real):
                         evaluations += started
                         near = 0
                         while True:
-                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and b1 - b0 > 1 else 0
+                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and (b1 - b0 > 1 or every_island == 1) else 0
                             # Gradient and Hessian: M first (identity rows for immobile bodies), then
                             # the contacts; only the blocks of the factor's pattern are touched.
                             for I in range(b0, b1):

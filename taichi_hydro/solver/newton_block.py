@@ -5,9 +5,10 @@ The same algorithm, stopping rule and outputs as the world kernel (solver.newton
 from the same ti.funcs (newton_funcs), except that a world is solved whole: one line search
 and one stopping test for all its islands (the world kernels solve each island alone,
 world_funcs.group_islands), its islands are not reported (0), and the isotropic slip
-curvature of the first MODIFIED_ITERATIONS iterations applies to every world with a row
-between two mobile bodies (the world kernels: to every island of two or more bodies; a world
-of lone bodies gets the exact curvature from the first step in both). The lanes of a world's
+curvature of the first MODIFIED_ITERATIONS iterations applies, in float64 arithmetic, to every
+world with a row between two mobile bodies (the world kernels: to every island of two or more
+bodies; a world of lone bodies gets the exact curvature from the first step in both;
+solver.newton.lone_exact). The lanes of a world's
 block share its passes:
 
 - per contact (lane c mod BLOCK): u = J v, the response and its world-frame terms, J dv, the
@@ -54,7 +55,7 @@ import functools
 import taichi as ti
 
 from ..types import ID_A, ID_B, ID_PAIR, R_MU, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
-from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, MODIFIED_ITERATIONS, newton_funcs
+from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, MODIFIED_ITERATIONS, lone_exact, newton_funcs
 
 __all__ = ["BLOCK", "newton_block_solver"]
 
@@ -286,7 +287,9 @@ def newton_block_solver(real, spirv: bool):
                     c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                          ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
                     c += BLOCK
-                coupled = 0  # a row joins two mobile bodies (the factor has a block off its diagonal): the same on every lane
+                # A row joins two mobile bodies (the factor has a block off its diagonal), or the
+                # arithmetic is float32 (solver.newton.lone_exact): the same on every lane.
+                coupled = 0 if ti.static(lone_exact(real)) else 1
                 for I in range(B):
                     if newton_row_len[w, I] > 0:
                         coupled = 1
