@@ -68,6 +68,7 @@ def newton_block_solver(real, spirv: bool):
     """The Newton solve kernel of the block schedule with arithmetic in `real`, for a SPIR-V
     backend (vulkan: barriers fence global memory explicitly) or cuda; made once per pair."""
     f = newton_funcs(real)
+    every_world = 0 if lone_exact(real) else 1  # the isotropic start also for worlds of lone bodies (solver.newton)
     rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.func
@@ -289,7 +290,7 @@ def newton_block_solver(real, spirv: bool):
                     c += BLOCK
                 # A row joins two mobile bodies (the factor has a block off its diagonal), or the
                 # arithmetic is float32 (solver.newton.lone_exact): the same on every lane.
-                coupled = 0 if ti.static(lone_exact(real)) else 1
+                coupled = every_world
                 for I in range(B):
                     if newton_row_len[w, I] > 0:
                         coupled = 1
