@@ -15,7 +15,7 @@ from .errors import SceneError
 from .joint import kernels as jk
 from .params import sample_values, scene_parameters
 from .plan import Plan
-from .solver.newton import forget_solutions
+from .solver.newton import seed_solutions
 from .state import STATE_FIELDS, checked_checkpoint, checked_reset_state, checked_state, reset_worlds, select_worlds
 from .types import FROZEN_REASONS, host_float
 
@@ -99,9 +99,7 @@ class WorldAccess:
         args.update({f"stage_{k}": stage[name] for k, (name, _) in zip("pqvw", STATE_FIELDS)})
         self._reset_plan.run(args)
         self.warm.forget(self.world_row)
-        if "newton_kept" in args:  # Newton's previous solution is part of the warm start
-            spend_launches(1)
-            forget_solutions(self.world_row, args["newton_kept"])
+        self._seed_solutions()
         self.tactile_sensors.clear(self.world_row)
         self._contact_fresh = False
         self._world_steps[selected] = 0
@@ -178,7 +176,19 @@ class WorldAccess:
             v = checked_state(name, value, width, every, self.body_names, "set_state", host_float())
             spend_launches(1)
             hostcopy.from_numpy(arr, np.ascontiguousarray(v, dtype=host_float()))
+        spend_launches(1)
+        hostcopy.from_numpy(self.world_row, every.astype(np.int32))
+        self._seed_solutions()
         self._measure_joints()
+
+    def _seed_solutions(self) -> None:
+        """Newton's candidate start of the worlds in self.world_row (>= 0) from their state as
+        the host wrote it (solver.newton.seed_solutions); nothing for the other methods."""
+        args = self.bindings()
+        if "newton_kept" in args:
+            spend_launches(1)
+            seed_solutions(self.world_row, args["body_com_B"], args["body_q"], args["body_v"], args["body_w"], args["newton_last"],
+                           args["newton_kept"])
 
     def _measure_joints(self) -> None:
         """Joint positions and velocities from the current state (after set_state)."""

@@ -258,15 +258,15 @@ def steps_like_a_fresh_simulator(sim, world, scene_, n):
         np.testing.assert_allclose(out[key][world], ref[key][0], rtol=0, atol=scale, err_msg=key)
 
 
-def test_reset_forgets_newtons_previous_solution(arch):
-    """Newton's world kernel may start from the previous step's solution (newton_last); a reset
-    world has none (Simulator.reset), so its next steps are a fresh simulator's. The resting,
-    sliding ball with Newton capped at 2 iterations and tolerance 1e-12 (never met: the result
-    depends on the start), 30 steps with a push on world 1, reset of world 1: world 1 has no
-    previous solution, world 0 keeps its own (newton_kept); 15 steps later world 1 matches a
-    fresh simulator to round-off (the bound of test_reset_selected_worlds_only). Only the flag
-    check fails when reset does not forget: here the stale solution costs more than the cold
-    warm start and is not taken, so the states agree either way (checked: 1 and 2 iterations)."""
+def test_reset_seeds_newtons_start_from_the_new_state(arch):
+    """Newton's world kernels may start from the last solution (newton_last); after a reset
+    that is the new state's velocities at the centres of mass (solver.newton.seed_solutions),
+    as a fresh simulator's first step has it, so a reset world's next steps are a fresh
+    simulator's. The resting, sliding ball with Newton capped at 2 iterations and tolerance
+    1e-12 (never met: the result depends on the start), 30 steps with a push on world 1, reset
+    of world 1: its candidate start is a fresh simulator's bit for bit, world 0 keeps its own
+    solution; 15 steps later world 1 matches a fresh simulator to round-off (the bound of
+    test_reset_selected_worlds_only)."""
     solver = {"method": "newton", "iterations": 2, "tolerance": 1e-12}
     make = lambda: scene([ground(), ball(z=0.096, velocity=[0.05, 0.0, 0.0])], dt=1e-3, solver=solver)
     sim = th.Simulator(make(), worlds=2)
@@ -275,8 +275,30 @@ def test_reset_forgets_newtons_previous_solution(arch):
     sim.set_control(force=force)
     sim.step(30)
     sim.reset(worlds=[1])
-    assert sim.solver.newton_kept.to_numpy().tolist() == [1, 0]
+    fresh = th.Simulator(make(), worlds=1)
+    last = sim.solver.newton_last.to_numpy()
+    assert sim.solver.newton_kept.to_numpy().tolist() == [1, 1]
+    np.testing.assert_array_equal(last[1], fresh.solver.newton_last.to_numpy()[0])
+    assert not np.array_equal(last[0], last[1])  # world 0's own solution: its ball has slowed
     steps_like_a_fresh_simulator(sim, 1, make(), 15)
+
+
+def test_set_state_seeds_newtons_start_at_the_centre_of_mass(arch, tmp_path):
+    """set_state writes velocities at the body origin; Newton's candidate start
+    (newton_last) becomes the velocities at the centre of mass, v + w x (R c), the solve's
+    unknowns. A mesh cube whose centre of mass is 0.1 m off its origin along x, set spinning
+    about z."""
+    corners = [(x, y, z) for x in (0.05, 0.15) for y in (-0.05, 0.05) for z in (-0.05, 0.05)]
+    faces = [(0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1), (2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4),
+             (1, 5, 7), (1, 7, 3)]
+    obj = tmp_path / "cube.obj"
+    obj.write_text("".join(f"v {x} {y} {z}\n" for x, y, z in corners) + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in faces))
+    box = {"name": "box", "mass": 1.0, "position": [0.0, 0.0, 0.5], "shape": {"type": "mesh", "file": str(obj)}}
+    sim = th.Simulator(th.scene_from_dict({"body": [box], "solver": {"method": "newton"}}, source="<set_state seed>"))
+    v, w = np.array([[[0.3, -0.2, 0.1]]]), np.array([[[0.0, 0.0, 2.0]]])
+    sim.set_state(velocity=v, angular_velocity=w)
+    last = sim.solver.newton_last.to_numpy()[0, :6]
+    np.testing.assert_allclose(last, [0.3, -0.2 + 2.0 * 0.1, 0.1, 0.0, 0.0, 2.0], rtol=0, atol=1e-6)
 
 
 def assert_state_equal(a, b, world_a, world_b=None):

@@ -236,6 +236,27 @@ def test_an_immobile_bodys_arms_do_not_enter_the_solve(arch, schedule, linear):
     assert abs(x0[1, 5]) < 6.0  # the patch's friction slowed the spin
 
 
+def test_a_reset_to_a_settled_pile_starts_near_its_solution(arch):
+    """The first step from the settled pile's saved state (bench/states, one world): the reset
+    seeds the last-solution start with the state's velocities (solver.newton.seed_solutions),
+    and the rows without a warm impulse (all of them after a reset) take their first friction
+    bound at that start (world_funcs.start_island), not 0. Observed: 7 iterations, then 2-3 a
+    step; 15 with the bound alone; 31-33 when a reset forgot the last solution and a cold row's
+    first bound was 0 (a frictionless first step spreads the packed pile sideways, and tens of
+    damped iterations bring it back)."""
+    if arch != "cpu":
+        pytest.skip("the world kernels' start, checked on cpu (vulkan's default block kernel has no last-solution start)")
+    from bench import cases, states
+
+    case = cases.find_dynamics("pile_27_settled")
+    sim = th.Simulator(case.scene(), worlds=1)
+    sim.reset(state=states.start_state(case, 1))
+    sim.step(1)
+    first = int(sim.solver_stats()["iterations"][0])
+    print(f"first step from the saved state: {first} iterations")
+    assert first <= 10
+
+
 def test_contact_cost_is_the_integral_of_the_response(arch):
     """newton_funcs.contact_cost (the cost l that world_funcs.choose_start compares)
     differentiates to the response that the line search uses: along a direction d, the
