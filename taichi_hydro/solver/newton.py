@@ -99,7 +99,6 @@ curvature of the first iterations overestimates the cost's curvature along the s
 best step can be several Newton steps long."""
 
 
-@functools.lru_cache(maxsize=None)
 def lone_exact(real) -> bool:
     """Whether an island of one body gets the exact slip curvature from its first iteration
     (the block schedule: a world without a row between two mobile bodies) in arithmetic `real`:
@@ -109,6 +108,7 @@ def lone_exact(real) -> bool:
     return real == ti.f64
 
 
+@functools.lru_cache(maxsize=None)
 def newton_funcs(real):
     """The ti.funcs of one Newton solve with arithmetic in `real` (ti.f64 or ti.f32), made once
     per type and shared by both schedules (the world kernel below and solver.newton_block):
