@@ -277,7 +277,7 @@ def test_reset_seeds_newtons_start_from_the_new_state(arch):
     sim.reset(worlds=[1])
     fresh = th.Simulator(make(), worlds=1)
     last = sim.solver.newton_last.to_numpy()
-    assert sim.solver.newton_kept.to_numpy().tolist() == [1, 1]
+    assert sim.solver.newton_kept.to_numpy().tolist() == [1, 2]  # world 0 kept its own solution, world 1 is seeded
     np.testing.assert_array_equal(last[1], fresh.solver.newton_last.to_numpy()[0])
     assert not np.array_equal(last[0], last[1])  # world 0's own solution: its ball has slowed
     steps_like_a_fresh_simulator(sim, 1, make(), 15)

@@ -167,11 +167,10 @@ def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
     test on the residual needs none); with 4 presweeps before Newton, the same law to the
     tolerance (the sweeps left the warm stick one Newton iteration more: 3). Newton's step is exact on the quadratic pieces, so
     without friction one iteration solves the law. The first bound is the warm start's, mu
-    gamma0_n; from a cold start (no warm impulse) it is mu gamma_n at the start
-    (world_funcs.start_island), far above the solution's (u_n = v*_n = -0.2 m/s there), so the
-    first step sticks: the cold stick is solved in 1 iteration, the cold slide in 2. With the
-    warm normal impulse the bound is the solution's, but the stick starts outside its stick
-    disk (|v*_t| > g R_t): 2. The
+    gamma0_n: from a cold start it is 0 (the problem is no simulator's first solve after a
+    reset: world_funcs.start_island) and the bound is right from the second iteration on
+    (observed: 2 for the stick and the slide). With the warm normal impulse the bound is the
+    solution's, but the stick starts outside its stick disk (|v*_t| > g R_t): also 2. The
     warm slide is one body's island, which in float64 gets the exact slip curvature from the
     first step (solver.newton.lone_exact): 1 iteration (it took 3
     when the isotropic curvature of the first iterations stretched its step, shared by the

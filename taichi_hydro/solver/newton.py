@@ -1052,7 +1052,7 @@ def world_funcs(real):
         step's split keeps it within the tolerance (test_joints' finger held by a prismatic
         joint on a pad kept a larger tangential contact force from that start)."""
         last = 0
-        if newton_kept[w] == 1 and joints == 0:
+        if newton_kept[w] >= 1 and joints == 0:
             cost0 = contact_cost_total(w, wm, b0, b1, s0, s1, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
                                        newton_row, newton_v, newton_vs, newton_dv, c_bound, c_u)
             for q in range(b0, b1):
@@ -1183,22 +1183,26 @@ def world_funcs(real):
         """Island k's first iterate, as both world kernels start it: the warm start, the choice
         between it and the last solution (choose_start; joints: the island's bilateral rows),
         the first bounds, then up to `presweeps` Gauss-Seidel sweeps. Returns (from_last, the
-        contact rows evaluated). A row's first bound is mu gamma0_n from its warm impulse, or,
-        without one (a new contact, every row after a reset), mu gamma_n(u) at the start: a
-        bound of 0 makes the first step frictionless, and a packed pile then spreads sideways
-        and takes tens of damped iterations to come back (the first step from the settled
-        pile's saved state: 33 iterations, 15 with this bound)."""
+        contact rows evaluated). A row's first bound is mu gamma0_n from its warm impulse; in
+        the first solve after a reset or set_state (newton_kept = 2, seed_solutions), a row
+        without one (every row after a reset) takes mu gamma_n(u) at the start: a bound of 0
+        makes that step frictionless, and a packed pile then spreads sideways and takes tens of
+        damped iterations to come back (the first step from the settled pile's saved state: 33
+        iterations, 15 with this bound). Mid-run a new contact keeps the bound 0: with its
+        bound at the start, a rigid box hopping micrometres on a rigid table in float32 (vulkan,
+        test_box_slides_to_a_stop_at_mu_g) drifted 2.4e-5 m after it had stopped."""
         warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
                    body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
                    newton_v, newton_vs, c_bound, c_u)
-        evaluations = 2 * (s1 - s0) * newton_kept[w] * (1 if joints == 0 else 0)
+        evaluations = 2 * (s1 - s0) * ti.min(newton_kept[w], 1) * (1 if joints == 0 else 0)
         from_last = choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
                                  body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs, newton_last,
                                  newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-        for s in range(s0, s1):
-            c = newton_row[s]
-            if c_gamma[c][2] <= 0.0:  # no warm normal impulse: the bound at the start
-                f.set_bound(c, c_u, c_reg, c_bound)
+        if newton_kept[w] == 2:  # the first solve after the host wrote the state
+            for s in range(s0, s1):
+                c = newton_row[s]
+                if c_gamma[c][2] <= 0.0:  # no warm normal impulse: the bound at the start
+                    f.set_bound(c, c_u, c_reg, c_bound)
         evaluations += (s1 - s0) * gauss_seidel_sweeps(w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra,
                                                        c_rb, c_reg, c_gamma, body_vc, body_wc, body_reach, body_inv_mass,
                                                        body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, c_bound,
@@ -1547,7 +1551,8 @@ def seed_solutions(world_row: nd(dtype=ti.i32, ndim=1), body_com_B: nd(dtype=vec
     world_funcs.choose_start) becomes the new state's velocities at the centres of mass, what
     a solve that had ended in that state would have kept (the integrator writes the solved
     velocities into the state). The solve still starts from the warm start where that has the
-    lower cost."""
+    lower cost. newton_kept = 2 marks the seed until that solve has kept its own solution (1):
+    its rows without a warm impulse take their first bound at the start (start_island)."""
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for w, b in ti.ndrange(body_v.shape[0], body_v.shape[1]):
         if world_row[w] >= 0:
@@ -1556,4 +1561,4 @@ def seed_solutions(world_row: nd(dtype=ti.i32, ndim=1), body_com_B: nd(dtype=vec
             for i in ti.static(range(3)):
                 newton_last[w, 6 * b + i] = v_cm[i]
                 newton_last[w, 6 * b + 3 + i] = omega[i]
-            newton_kept[w] = 1
+            newton_kept[w] = 2

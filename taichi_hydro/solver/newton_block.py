@@ -287,8 +287,6 @@ def newton_block_solver(real, spirv: bool):
                     ids = c_ids[c]
                     c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                          ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
-                    if c_gamma[c][2] <= 0.0:  # no warm normal impulse: the bound at the start (world_funcs.start_island)
-                        f.set_bound(c, c_u, c_reg, c_bound)
                     c += BLOCK
                 # A row joins two mobile bodies (the factor has a block off its diagonal), or the
                 # arithmetic is float32 (solver.newton.lone_exact): the same on every lane.
