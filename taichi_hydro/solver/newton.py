@@ -989,12 +989,12 @@ def world_funcs(real):
                    newton_v: ti.template(), newton_vs: ti.template(), c_bound: ti.template(), c_u: ti.template()):
         """Island k: v* to newton_vs; the first iterate v0 = v* + M^-1 J^T gamma0 (the warm
         start: the contact and bilateral impulses of the previous solve) to newton_v; the bounds
-        g0 = mu gamma0_n to c_bound and u = J v0 to c_u (start_island then gives the rows
-        without a warm normal impulse their bound at the start). (Bounds from u0 for every row,
-        mu gamma_n(J v0), pressed a contact between rigid bodies with the bound of its whole
-        penetration speed: the iteration then stalled on a rigid box sliding on a table. For
-        the rows without a warm impulse alone, that box's iterations are unchanged: mean 4.73,
-        most 18 over test_box_slides_to_a_stop_at_mu_g's 150 steps, as before.)"""
+        g0 = mu gamma0_n to c_bound and u = J v0 to c_u (in the first solve after a reset or
+        set_state, start_island then gives the rows without a warm normal impulse their bound
+        at the start). (Bounds from u0 for every row, mu gamma_n(J v0), pressed a contact
+        between rigid bodies with the bound of its whole penetration speed: the iteration then
+        stalled on a rigid box sliding on a table; for every row without a warm impulse, every
+        step, the same box hopped and drifted in float32: start_island.)"""
         for q in range(b0, b1):
             b = newton_body[w, q]
             f.load_velocity(w, b, 6 * newton_pos[w, b], body_vc, body_wc, newton_vs)
