@@ -542,13 +542,11 @@ def newton_funcs(real):
         return 0.5 * (A + A.transpose())
 
     @ti.func
-    def mass_terms(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), vs: ti.template(), body_inv_mass: ti.template(),
-                   body_inv_inertia_W: ti.template(), grad: ti.template(), H: ti.template()):
-        """Body b's (at offset p = 6 position) gradient M (v - v*) and diagonal block M of l
-        (identity and zero gradient for an immobile body: it keeps its velocity)."""
-        inv_m = ti.cast(body_inv_mass[wm, b], real)
+    def mass_gradient(w: ti.i32, p: ti.i32, inv_m: real, I_W: rmat3, v: ti.template(), vs: ti.template(), grad: ti.template()):
+        """Body b's (at offset p = 6 position) gradient M (v - v*) of l, from its inverse mass
+        inv_m and world-frame inertia I_W (zero for an immobile body, inv_m = 0: it keeps its
+        velocity)."""
         if inv_m > 0.0:
-            I_W = inertia(w, b, body_inv_inertia_W)
             dvl = rvec3(0.0)
             dwl = rvec3(0.0)
             for k in ti.static(range(3)):
@@ -558,13 +556,40 @@ def newton_funcs(real):
             for k in ti.static(range(3)):
                 grad[w, p + k] = dvl[k] / inv_m
                 grad[w, p + 3 + k] = Iw[k]
+        else:
+            for k in ti.static(range(6)):
+                grad[w, p + k] = 0.0
+
+    @ti.func
+    def mass_hessian(w: ti.i32, p: ti.i32, inv_m: real, I_W: rmat3, H: ti.template()):
+        """Body b's diagonal block M of H (as mass_gradient; the identity for an immobile body)."""
+        if inv_m > 0.0:
+            for k in ti.static(range(3)):
                 H[w, p + k, p + k] = 1.0 / inv_m
             for r, s in ti.static(ti.ndrange(3, 3)):
                 H[w, p + 3 + r, p + 3 + s] = I_W[r, s]
         else:
             for k in ti.static(range(6)):
-                grad[w, p + k] = 0.0
                 H[w, p + k, p + k] = 1.0
+
+    @ti.func
+    def body_mass(w: ti.i32, wm: ti.i32, b: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template()):
+        """(inv_m, I_W): body b's inverse mass [1/kg] and world-frame inertia [kg m^2] in
+        `real` (I_W only where the body is mobile)."""
+        inv_m = ti.cast(body_inv_mass[wm, b], real)
+        I_W = rmat3(0.0)
+        if inv_m > 0.0:
+            I_W = inertia(w, b, body_inv_inertia_W)
+        return inv_m, I_W
+
+    @ti.func
+    def mass_terms(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, v: ti.template(), vs: ti.template(), body_inv_mass: ti.template(),
+                   body_inv_inertia_W: ti.template(), grad: ti.template(), H: ti.template()):
+        """Body b's (at offset p = 6 position) gradient M (v - v*) and diagonal block M of l
+        (identity and zero gradient for an immobile body: it keeps its velocity)."""
+        inv_m, I_W = body_mass(w, wm, b, body_inv_mass, body_inv_inertia_W)
+        mass_gradient(w, p, inv_m, I_W, v, vs, grad)
+        mass_hessian(w, p, inv_m, I_W, H)
 
     @ti.func
     def contact_terms(u: rvec3, g: real, reg: contact_reg, modified: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, arm: rvec3):
@@ -572,10 +597,24 @@ def newton_funcs(real):
         moments ra x f and rb x f, A = F^T G F, A [arm] and [arm] A [arm] (add_hessian's sums;
         arm: hessian_arm's)."""
         gamma, G = response(u, g, reg, modified)
+        f, ta, tb = row_force(gamma, F, ra, rb)
+        A, AS, SAS = row_curvature(G, F, arm)
+        return f, ta, tb, A, AS, SAS
+
+    @ti.func
+    def row_force(gamma: rvec3, F: rmat3, ra: rvec3, rb: rvec3):
+        """A contact's impulse gamma (contact frame) in the world frame, f = F^T gamma (on b), and
+        its moments ra x f and rb x f (add_gradient's sums)."""
         f = mat_t_vec(F, gamma)
+        return f, ra.cross(f), rb.cross(f)
+
+    @ti.func
+    def row_curvature(G: rmat3, F: rmat3, arm: rvec3):
+        """A contact's curvature G (contact frame) as add_hessian sums it: A = F^T G F, A [arm]
+        and [arm] A [arm] (arm: hessian_arm's)."""
         A = mat_mat(mat_t_mat(F, G), F)
         AS = times_skew(A, arm)
-        return f, ra.cross(f), rb.cross(f), A, AS, skew_times(arm, AS)
+        return A, AS, skew_times(arm, AS)
 
     @ti.func
     def bilateral_row(w: ti.i32, wm: ti.i32, j: ti.i32, b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
@@ -604,9 +643,14 @@ def newton_funcs(real):
     def bilateral_side(w: ti.i32, p: ti.i32, jac: rvec6, gamma: real, G: real, grad: ti.template(), H: ti.template()):
         """One mobile body's part of a bilateral row: grad -= jac gamma, its diagonal block
         += G jac jac^T."""
+        bilateral_gradient(w, p, jac, gamma, grad)
+        add_outer(H, w, p, p, G, jac, jac, True)
+
+    @ti.func
+    def bilateral_gradient(w: ti.i32, p: ti.i32, jac: rvec6, gamma: real, grad: ti.template()):
+        """One mobile body's part of a bilateral row's gradient: grad -= jac gamma."""
         for k in ti.static(range(6)):
             grad[w, 6 * p + k] -= jac[k] * gamma
-        add_outer(H, w, p, p, G, jac, jac, True)
 
     @ti.func
     def bilateral_pair(w: ti.i32, pa: ti.i32, pb: ti.i32, ja: rvec6, jb: rvec6, G: real, H: ti.template()):
@@ -1288,6 +1332,91 @@ def world_funcs(real):
         return out
 
     @ti.func
+    def assemble(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32,
+                 modified: ti.i32, hessian: ti.template(), c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(),
+                 c_rb: ti.template(), c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+                 b_law: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
+                 newton_pos: ti.template(), newton_body: ti.template(), newton_row: ti.template(),
+                 newton_island: ti.template(), newton_rows: ti.template(), newton_row_len: ti.template(),
+                 newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(), newton_H: ti.template(),
+                 c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
+        """One pass over island k's bodies and rows at the iterate: hessian False writes the
+        cost's gradient M (v - v*) - J^T gamma to newton_grad (what the stopping test reads),
+        True the Hessian M + J^T G J to the pattern blocks of newton_H (modified: the isotropic
+        slip curvature); the Hessian is assembled only for a step that follows, never for the
+        iterate that stops. Rows come grouped by pair (mostly): each run of rows of one pair is
+        summed here and written once (the gradient exactly; the Hessian from moments about
+        hessian_arm's arms, b's taken as those plus the run's first offset, which changes only
+        the step). Returns the rows evaluated."""
+        evaluations = 0
+        for I in range(b0, b1):
+            inv_m, I_W = f.body_mass(w, wm, newton_body[w, I], body_inv_mass, body_inv_inertia_W)
+            if ti.static(hessian):
+                f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
+                f.mass_hessian(w, 6 * I, inv_m, I_W, newton_H)
+            else:
+                f.mass_gradient(w, 6 * I, inv_m, I_W, newton_v, newton_vs, newton_grad)
+        pair = -1
+        run_a, run_b, run_pa, run_pb, run_mobile_a = 0, 0, 0, 0, 0
+        d = f.rvec3(0.0)
+        sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
+        sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
+        for s in range(s0, s1 + 1):
+            c = -1
+            ids = ivec4(-1)
+            if s < s1:
+                c = newton_row[s]
+                ids = c_ids[c]
+            if ids[ID_PAIR] != pair or s == s1:
+                if pair >= 0:
+                    if ti.static(hessian):
+                        f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass, newton_H)
+                    else:
+                        f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass, newton_grad)
+                pair = ids[ID_PAIR]
+                if s < s1:
+                    run_a, run_b = ids[ID_A], ids[ID_B]
+                    run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
+                    run_mobile_a = body_inv_mass[wm, run_a] > 0.0
+                    _, d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
+                    sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
+                    sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
+            if s < s1:
+                ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
+                gamma, G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
+                if ti.static(hessian):
+                    arm, _ = f.hessian_arm(run_mobile_a, ra, rb)
+                    cA, cAS, cSAS = f.row_curvature(G, ti.cast(c_frame[c], real), arm)
+                    sum_A += cA
+                    sum_AS += cAS
+                    sum_SAS += cSAS
+                else:
+                    cf, cta, ctb = f.row_force(gamma, ti.cast(c_frame[c], real), ra, rb)
+                    sum_f += cf
+                    sum_ta += cta
+                    sum_tb += ctb
+                evaluations += 1
+        for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
+            jids = b_ids[j]
+            if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
+                pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
+                                                                                newton_pos, newton_v)
+                evaluations += 1
+                if ti.static(hessian):
+                    if mobile_a:
+                        f.add_outer(newton_H, w, pa, pa, G, ja, ja, True)
+                    if mobile_b:
+                        f.add_outer(newton_H, w, pb, pb, G, jb, jb, True)
+                    if mobile_a and mobile_b:
+                        f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                else:
+                    if mobile_a:
+                        f.bilateral_gradient(w, pa, ja, gamma, newton_grad)
+                    if mobile_b:
+                        f.bilateral_gradient(w, pb, jb, gamma, newton_grad)
+        return evaluations
+
+    @ti.func
     def short_step(w: ti.i32, b0: ti.i32, b1: ti.i32, tolerance: real, body_reach: ti.template(), newton_pos: ti.template(),
                    newton_body: ti.template(), newton_dv: ti.template()) -> ti.i32:
         """1 when the float32 stopping test (module docstring) holds for the island's full
@@ -1445,67 +1574,10 @@ def newton_solver(real):
                         evaluations += started
                         near = 0
                         while True:
-                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and (b1 - b0 > 1 or every_island == 1) else 0
-                            # Gradient and Hessian: M first (identity rows for immobile bodies), then
-                            # the contacts; only the blocks of the factor's pattern are touched.
-                            for I in range(b0, b1):
-                                f.zero_block_row(w, I, newton_H, newton_rows, newton_row_len)
-                                f.mass_terms(w, wm, newton_body[w, I], 6 * I, newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
-                                             newton_grad, newton_H)
-                            # Rows come grouped by pair (mostly): each run of rows of one pair is summed
-                            # here and written once (the gradient exactly; the Hessian from moments about
-                            # hessian_arm's arms, b's taken as those plus the run's first offset, which
-                            # changes only the step).
-                            pair = -1
-                            run_a, run_b, run_pa, run_pb, run_mobile_a = 0, 0, 0, 0, 0
-                            d = rvec3(0.0)
-                            sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
-                            sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
-                            for s in range(s0, s1 + 1):
-                                c = -1
-                                ids = ivec4(-1)
-                                if s < s1:
-                                    c = newton_row[s]
-                                    ids = c_ids[c]
-                                if ids[ID_PAIR] != pair or s == s1:
-                                    if pair >= 0:
-                                        f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass,
-                                                       newton_grad)
-                                        f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass,
-                                                      newton_H)
-                                    pair = ids[ID_PAIR]
-                                    if s < s1:
-                                        run_a, run_b = ids[ID_A], ids[ID_B]
-                                        run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
-                                        run_mobile_a = body_inv_mass[wm, run_a] > 0.0
-                                        _, d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
-                                        sum_A, sum_AS, sum_SAS = rmat3(0.0), rmat3(0.0), rmat3(0.0)
-                                        sum_f, sum_ta, sum_tb = rvec3(0.0), rvec3(0.0), rvec3(0.0)
-                                if s < s1:
-                                    ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                                    arm, _ = f.hessian_arm(run_mobile_a, ra, rb)
-                                    cf, cta, ctb, cA, cAS, cSAS = f.contact_terms(c_u[c], c_bound[c], c_reg[c], modified,
-                                                                                  ti.cast(c_frame[c], real), ra, rb, arm)
-                                    evaluations += 1
-                                    sum_A += cA
-                                    sum_AS += cAS
-                                    sum_SAS += cSAS
-                                    sum_f += cf
-                                    sum_ta += cta
-                                    sum_tb += ctb
-                            for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
-                                jids = b_ids[j]
-                                if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
-                                    pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                                                    body_inv_mass, newton_pos,
-                                                                                                    newton_v)
-                                    evaluations += 1
-                                    if mobile_a:
-                                        f.bilateral_side(w, pa, ja, gamma, G, newton_grad, newton_H)
-                                    if mobile_b:
-                                        f.bilateral_side(w, pb, jb, gamma, G, newton_grad, newton_H)
-                                    if mobile_a and mobile_b:
-                                        f.bilateral_pair(w, pa, pb, ja, jb, G, newton_H)
+                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, False, c_ids, c_frame, c_ra, c_rb,
+                                                       c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
+                                                       newton_pos, newton_body, newton_row, newton_island, newton_rows,
+                                                       newton_row_len, newton_v, newton_vs, newton_grad, newton_H, c_bound, c_u)
                             residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
                                                    newton_body, newton_grad)
                             if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, k, b0, b1, s0, s1, jstart, jend,
@@ -1518,7 +1590,11 @@ def newton_solver(real):
                                 break
                             if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
                                 near = 1  # close already: the exact curvature from the first step
-                                continue
+                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and (b1 - b0 > 1 or every_island == 1) else 0
+                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, True, c_ids, c_frame, c_ra,
+                                                       c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
+                                                       newton_pos, newton_body, newton_row, newton_island, newton_rows,
+                                                       newton_row_len, newton_v, newton_vs, newton_grad, newton_H, c_bound, c_u)
                             f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                                newton_row_len)
                             short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
