@@ -23,7 +23,7 @@ body gets the exact curvature at once (lone_exact: a lone sliding contact then t
 iteration instead of three), unless the
 first iterate's residual is already within NEAR_TOLERANCES tolerances: then the exact
 curvature from the first step (near the solution the majorant only slows the convergence to
-linear; the switch costs one more assembly of H). H is
+linear). H is
 Jacobi-scaled and factored by a block Cholesky on the bodies' row graph (6x6 blocks,
 minimum-degree order: only the blocks of touching bodies and their fill are written and
 factored, in the world's dense H array); an exact line search (Newton on phi'(alpha) with a
@@ -1260,10 +1260,11 @@ def world_funcs(real):
                         body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
                         newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
                         newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(), newton_dv: ti.template(),
-                        c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()):
+                        c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template(), step_rows: ti.template()):
         """The exact line search on the island's phi(alpha) = l(v + alpha dv; g) along the
-        step newton_dv, then v += alpha dv, u += alpha J dv and the bounds g = mu gamma_n(u).
-        Returns the rows evaluated."""
+        step newton_dv, then v += alpha dv and, with step_rows, u += alpha J dv and the bounds
+        g = mu gamma_n(u) (else the caller's next pass over the rows steps them: assemble).
+        Returns (the rows evaluated, alpha)."""
         evaluations = 0
         d0 = ti.cast(0.0, real)
         # The quadratic part of phi: phi'(alpha) = dMv + alpha dMd + the rows' terms,
@@ -1314,9 +1315,10 @@ def world_funcs(real):
                     break
         for q in range(b0, b1):
             f.step_body(w, 6 * newton_pos[w, newton_body[w, q]], alpha, newton_v, newton_dv)
-        for s in range(s0, s1):
-            f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
-        return evaluations
+        if ti.static(step_rows):
+            for s in range(s0, s1):
+                f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
+        return evaluations, alpha
 
     @ti.func
     def residual(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
@@ -1333,15 +1335,18 @@ def world_funcs(real):
 
     @ti.func
     def assemble(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32,
-                 modified: ti.i32, hessian: ti.template(), c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(),
+                 modified: ti.i32, stepped: ti.i32, alpha: real, hessian: ti.template(), c_ids: ti.template(),
+                 c_frame: ti.template(), c_ra: ti.template(),
                  c_rb: ti.template(), c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
                  b_law: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
                  newton_pos: ti.template(), newton_body: ti.template(), newton_row: ti.template(),
                  newton_island: ti.template(), newton_rows: ti.template(), newton_row_len: ti.template(),
                  newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(), newton_H: ti.template(),
-                 c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
+                 c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()) -> ti.i32:
         """One pass over island k's bodies and rows at the iterate: hessian False writes the
         cost's gradient M (v - v*) - J^T gamma to newton_grad (what the stopping test reads),
+        first stepping each row to the iterate where a line search has just moved the bodies
+        (stepped = 1: u += alpha J dv and the bound, search_and_step without step_rows),
         True the Hessian M + J^T G J to the pattern blocks of newton_H (modified: the isotropic
         slip curvature); the Hessian is assembled only for a step that follows, never for the
         iterate that stops. Rows come grouped by pair (mostly): each run of rows of one pair is
@@ -1382,6 +1387,9 @@ def world_funcs(real):
                     sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
                     sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
             if s < s1:
+                if ti.static(not hessian):
+                    if stepped == 1:
+                        f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
                 ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
                 gamma, G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
                 if ti.static(hessian):
@@ -1573,11 +1581,15 @@ def newton_solver(real):
                             newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
                         evaluations += started
                         near = 0
+                        stepped = 0
+                        alpha = ti.cast(0.0, real)
                         while True:
-                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, False, c_ids, c_frame, c_ra, c_rb,
-                                                       c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
-                                                       newton_pos, newton_body, newton_row, newton_island, newton_rows,
-                                                       newton_row_len, newton_v, newton_vs, newton_grad, newton_H, c_bound, c_u)
+                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, stepped, alpha, False, c_ids,
+                                                       c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
+                                                       body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
+                                                       newton_rows, newton_row_len, newton_v, newton_vs, newton_grad, newton_H,
+                                                       c_bound, c_u, c_jdv)
+                            stepped = 0
                             residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
                                                    newton_body, newton_grad)
                             if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, k, b0, b1, s0, s1, jstart, jend,
@@ -1591,17 +1603,20 @@ def newton_solver(real):
                             if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
                                 near = 1  # close already: the exact curvature from the first step
                             modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and (b1 - b0 > 1 or every_island == 1) else 0
-                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, True, c_ids, c_frame, c_ra,
-                                                       c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
-                                                       newton_pos, newton_body, newton_row, newton_island, newton_rows,
-                                                       newton_row_len, newton_v, newton_vs, newton_grad, newton_H, c_bound, c_u)
+                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, 0, alpha, True, c_ids,
+                                                       c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
+                                                       body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
+                                                       newton_rows, newton_row_len, newton_v, newton_vs, newton_grad, newton_H,
+                                                       c_bound, c_u, c_jdv)
                             f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
                                                newton_row_len)
                             short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
-                            evaluations += wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
-                                                              c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
-                                                              newton_pos, newton_body, newton_row, newton_island, newton_v,
-                                                              newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            searched, alpha = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
+                                                                 c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
+                                                                 newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                                                 newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv, False)
+                            evaluations += searched
+                            stepped = 1  # the rows follow in the next gradient pass
                             it += 1
                         wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
                                           b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,

@@ -476,10 +476,11 @@ def newton_cg_solver(real):
                                         newton_p[w, p + i] = newton_q[w, p + i] + beta * newton_p[w, p + i]
                             linear += n_cg
                             short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
-                            evaluations += wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
-                                                              c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
-                                                              newton_pos, newton_body, newton_row, newton_island, newton_v,
-                                                              newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            searched, _ = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
+                                                             c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
+                                                             newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                                             newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv, True)
+                            evaluations += searched
                             it += 1
                         wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
                                           b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,
