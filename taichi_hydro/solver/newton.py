@@ -19,8 +19,8 @@ contact response of the regularised law
 where the first MODIFIED_ITERATIONS iterations use the isotropic slip curvature (g / |u_t|) I
 (a majorant: fewer iterations on piles than the exact curvature from the start, where the slip
 of one body's contacts turns with its neighbours'); in float64 arithmetic an island of one
-body gets the exact curvature at once (lone_exact: a lone sliding contact then takes one
-iteration instead of three), unless the
+body gets the exact curvature at once (newton_funcs.isotropic_start: a lone sliding contact
+then takes one iteration instead of three), unless the
 first iterate's residual is already within NEAR_TOLERANCES tolerances: then the exact
 curvature from the first step (near the solution the majorant only slows the convergence to
 linear). H is
@@ -82,10 +82,11 @@ from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
 from .world_schedule import world_spread
 
-__all__ = ["newton_funcs", "world_funcs", "newton_solver", "lone_exact", "seed_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
+__all__ = ["newton_funcs", "world_funcs", "newton_solver", "seed_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
 MODIFIED_ITERATIONS = 3
-"""Iterations that use the isotropic slip curvature (in float64, islands of two or more bodies)."""
+"""Iterations that use the isotropic slip curvature (islands of two or more bodies; every
+island in float32: newton_funcs.isotropic_start)."""
 NEAR_TOLERANCES = 1e3
 """A first residual within this many tolerances starts the exact slip curvature at once."""
 LAST_START_ITERATIONS = 20
@@ -97,15 +98,6 @@ ALPHA_MAX = 16.0
 """The longest step of the line search, in units of the Newton step: the isotropic slip
 curvature of the first iterations overestimates the cost's curvature along the slip, so the
 best step can be several Newton steps long."""
-
-
-def lone_exact(real) -> bool:
-    """Whether an island of one body gets the exact slip curvature from its first iteration
-    (the block schedule: a world without a row between two mobile bodies) in arithmetic `real`:
-    in float64 only. In float32 the exact curvature from a far start stalled a lone body: with
-    the solve's arithmetic forced to float32 on cpu, the sliding coin (bench case coin, 8
-    worlds) hit the iteration cap (300) in one step; with the isotropic start its most was 6."""
-    return real == ti.f64
 
 
 @functools.lru_cache(maxsize=None)
@@ -158,15 +150,31 @@ def newton_funcs(real):
         slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
         stick = slip <= g * Rt
         k = g / slip  # sliding only (slip > g Rt >= 0)
-        exact = (modified == 0) and not stick  # the exact slip curvature: G_t = k (I - t t^T)
+        # The exact slip curvature G_t = k (I - t t^T) = k (t_y^2, -t_x t_y; -t_x t_y, t_x^2):
+        # entries formed as products are >= 0 on the diagonal in any arithmetic (k - k t_x^2
+        # came out negative in float32 where |t| rounds above 1).
+        exact = (modified == 0) and not stick
         tx, ty = u[0] / slip, u[1] / slip
         gamma = rvec3(ti.select(stick, -u[0] / Rt, -k * u[0]), ti.select(stick, -u[1] / Rt, -k * u[1]),
                       ti.select(active, x / Rn, zero))
-        G00 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * tx * tx, k))
-        G11 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * ty * ty, k))
+        G00 = ti.select(stick, 1.0 / Rt, ti.select(exact, k * ty * ty, k))
+        G11 = ti.select(stick, 1.0 / Rt, ti.select(exact, k * tx * tx, k))
         G01 = ti.select(exact, zero - k * tx * ty, zero)
         G = rmat3([[G00, G01, zero], [G01, G11, zero], [zero, zero, ti.select(active, 1.0 / Rn, zero)]])
         return gamma, G
+
+    @ti.func
+    def isotropic_start(it: ti.i32, near: ti.i32, coupled: ti.i32) -> ti.i32:
+        """1 where iteration `it` uses the isotropic slip curvature: the first MODIFIED_ITERATIONS
+        of a solve whose first residual was not near the solution (near = 0), in an island
+        with a row between two mobile bodies (coupled; the block schedule: a world with one),
+        and in float32 arithmetic in every island. In float64 a lone body's sliding contact
+        gets the exact curvature at once: one iteration, where the isotropic step, shared by
+        the normal and the tangent, took three. In float32 (vulkan) the exact start popped a
+        rigid ring resting on ~650 stiff rows of a rigid half-space (test_rigid_contact's
+        non-convex ring: 2.5e-4 m/s vertical against a 2.9e-6 m/s bound; 2.8e-7 m/s with the
+        isotropic start, the same mesh)."""
+        return 1 if it < MODIFIED_ITERATIONS and near == 0 and (coupled or ti.static(real != ti.f64)) else 0
 
     @ti.func
     def directional(u: rvec3, d: rvec3, g: real, reg: contact_reg):
@@ -189,7 +197,8 @@ def newton_funcs(real):
         else:
             k = g / slip
             d1 += k * ud
-            d2 += k * (dd - ud * ud / (slip * slip))
+            ux = u[0] * d[1] - u[1] * d[0]  # d.(I - t t^T) d = (t x d)^2: >= 0 as formed
+            d2 += k * ux * ux / (slip * slip)
         return d1, d2
 
     @ti.func
@@ -1475,7 +1484,6 @@ def newton_solver(real):
     linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32), made once per type."""
     f = newton_funcs(real)
     wf = world_funcs(real)
-    every_island = 0 if lone_exact(real) else 1  # the isotropic start also for islands of one body
     rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.kernel
@@ -1602,7 +1610,7 @@ def newton_solver(real):
                                 break
                             if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
                                 near = 1  # close already: the exact curvature from the first step
-                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and (b1 - b0 > 1 or every_island == 1) else 0
+                            modified = f.isotropic_start(it, near, b1 - b0 > 1)
                             evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, 0, alpha, True, c_ids,
                                                        c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
                                                        body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,

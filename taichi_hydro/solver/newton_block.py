@@ -5,11 +5,11 @@ The same algorithm, stopping rule and outputs as the world kernel (solver.newton
 from the same ti.funcs (newton_funcs), except that a world is solved whole: one line search
 and one stopping test for all its islands (the world kernels solve each island alone,
 world_funcs.group_islands), its islands are not reported (0), and the isotropic slip
-curvature of the first MODIFIED_ITERATIONS iterations applies, in float64 arithmetic, to every
-world with a row between two mobile bodies (the world kernels: to every island of two or more
-bodies; a world of lone bodies gets the exact curvature from the first step in both;
-solver.newton.lone_exact). The lanes of a world's
-block share its passes:
+curvature of the first iterations applies, in float64 arithmetic, to every world with a row
+between two mobile bodies (newton_funcs.isotropic_start; the world kernels: to every island
+of two or more bodies; a world of lone bodies gets the exact curvature from the first step in
+both; in float32 every world and island starts isotropic). The lanes of a world's block share
+its passes:
 
 - per contact (lane c mod BLOCK): u = J v, the response and its world-frame terms, J dv, the
   line search's directional terms, the step of u and of the bound; per body: the mass terms,
@@ -55,7 +55,7 @@ import functools
 import taichi as ti
 
 from ..types import ID_A, ID_B, ID_PAIR, R_MU, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
-from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, MODIFIED_ITERATIONS, lone_exact, newton_funcs
+from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, newton_funcs
 
 __all__ = ["BLOCK", "newton_block_solver"]
 
@@ -68,7 +68,6 @@ def newton_block_solver(real, spirv: bool):
     """The Newton solve kernel of the block schedule with arithmetic in `real`, for a SPIR-V
     backend (vulkan: barriers fence global memory explicitly) or cuda; made once per pair."""
     f = newton_funcs(real)
-    every_world = 0 if lone_exact(real) else 1  # the isotropic start also for worlds of lone bodies (solver.newton)
     rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.func
@@ -288,14 +287,14 @@ def newton_block_solver(real, spirv: bool):
                     c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
                                          ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
                     c += BLOCK
-                # A row joins two mobile bodies (the factor has a block off its diagonal), or the
-                # arithmetic is float32 (solver.newton.lone_exact): the same on every lane.
-                coupled = every_world
+                # A row joins two mobile bodies (the factor has a block off its diagonal): the same
+                # on every lane.
+                coupled = 0
                 for I in range(B):
                     if newton_row_len[w, I] > 0:
                         coupled = 1
                 while True:  # it: block-uniform
-                    modified = 1 if it < MODIFIED_ITERATIONS and coupled == 1 else 0
+                    modified = f.isotropic_start(it, 0, coupled)
                     # Each lane: the mass terms of its bodies (zeroing their block rows), the
                     # terms of its contacts.
                     b = lane

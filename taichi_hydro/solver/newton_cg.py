@@ -52,7 +52,7 @@ import taichi as ti
 from .. import backend
 
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
-from .newton import MODIFIED_ITERATIONS, NEAR_TOLERANCES, lone_exact, newton_funcs, world_funcs
+from .newton import NEAR_TOLERANCES, newton_funcs, world_funcs
 from .world_schedule import world_spread
 
 __all__ = ["cg_funcs", "newton_cg_solver", "CG_RTOL", "CG_ATOL"]
@@ -285,7 +285,6 @@ def newton_cg_solver(real):
     f = newton_funcs(real)
     wf = world_funcs(real)
     g = cg_funcs(real)
-    every_island = 0 if lone_exact(real) else 1  # the isotropic start also for islands of one body (solver.newton)
     rvec3, rmat3 = f.rvec3, f.rmat3
 
     @ti.kernel
@@ -387,7 +386,7 @@ def newton_cg_solver(real):
                         evaluations += started
                         near = 0
                         while True:
-                            modified = 1 if it < MODIFIED_ITERATIONS and near == 0 and (b1 - b0 > 1 or every_island == 1) else 0
+                            modified = f.isotropic_start(it, near, b1 - b0 > 1)
                             # Gradient, row curvatures and the preconditioner's blocks.
                             for q in range(b0, b1):
                                 g.mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
