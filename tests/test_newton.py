@@ -184,7 +184,7 @@ def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
     stops on a short full Newton step (solver.newton), which needs one more; and float32
     keeps the isotropic start for lone bodies (isotropic_start). Observed with the solve's
     arithmetic forced to float32 on cpu: 2 / 2 / 3 / 3 / 6 (cases in order; 4 for the cold
-    slide with the exact start). The test checks that float32 stops well inside the cap, and
+    slide with the exact start, tried with the curvature formed as k t_y^2: README). The test checks that float32 stops well inside the cap, and
     allows an error of the tolerance plus 4 EPS32 (|v*| + mu |v_n| / (M R_n)) (observed:
     2.4e-6 m/s): the bound mu gamma_n carries the rounding of v_n amplified the same way."""
     mu = 0.0 if case.startswith("frictionless") else MU

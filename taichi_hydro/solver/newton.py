@@ -150,15 +150,12 @@ def newton_funcs(real):
         slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
         stick = slip <= g * Rt
         k = g / slip  # sliding only (slip > g Rt >= 0)
-        # The exact slip curvature G_t = k (I - t t^T) = k (t_y^2, -t_x t_y; -t_x t_y, t_x^2):
-        # entries formed as products are >= 0 on the diagonal in any arithmetic (k - k t_x^2
-        # came out negative in float32 where |t| rounds above 1).
-        exact = (modified == 0) and not stick
+        exact = (modified == 0) and not stick  # the exact slip curvature: G_t = k (I - t t^T)
         tx, ty = u[0] / slip, u[1] / slip
         gamma = rvec3(ti.select(stick, -u[0] / Rt, -k * u[0]), ti.select(stick, -u[1] / Rt, -k * u[1]),
                       ti.select(active, x / Rn, zero))
-        G00 = ti.select(stick, 1.0 / Rt, ti.select(exact, k * ty * ty, k))
-        G11 = ti.select(stick, 1.0 / Rt, ti.select(exact, k * tx * tx, k))
+        G00 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * tx * tx, k))
+        G11 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * ty * ty, k))
         G01 = ti.select(exact, zero - k * tx * ty, zero)
         G = rmat3([[G00, G01, zero], [G01, G11, zero], [zero, zero, ti.select(active, 1.0 / Rn, zero)]])
         return gamma, G
@@ -170,10 +167,14 @@ def newton_funcs(real):
         with a row between two mobile bodies (coupled; the block schedule: a world with one),
         and in float32 arithmetic in every island. In float64 a lone body's sliding contact
         gets the exact curvature at once: one iteration, where the isotropic step, shared by
-        the normal and the tangent, took three. In float32 (vulkan) the exact start popped a
-        rigid ring resting on ~650 stiff rows of a rigid half-space (test_rigid_contact's
-        non-convex ring: 2.5e-4 m/s vertical against a 2.9e-6 m/s bound; 2.8e-7 m/s with the
-        isotropic start, the same mesh)."""
+        the normal and the tangent, took three. In float32 (solve forced to float32 on cpu, 8
+        worlds) the exact start made the sliding coin hit the iteration cap (300) in one step;
+        with the exact curvature's entries formed as products (k t_y^2, which cannot go
+        negative where |t| rounds above 1) it did not, but on vulkan it then popped a rigid
+        ring resting on ~650 stiff rows of a rigid half-space (test_rigid_contact's non-convex
+        ring: 2.5e-4 m/s vertical against a 2.9e-6 m/s bound; 4.2e-7 m/s with the isotropic
+        start, the same mesh), and those entries alone failed two float32 tests at their
+        bounds (README)."""
         return 1 if it < MODIFIED_ITERATIONS and near == 0 and (coupled or ti.static(real != ti.f64)) else 0
 
     @ti.func
@@ -197,8 +198,7 @@ def newton_funcs(real):
         else:
             k = g / slip
             d1 += k * ud
-            ux = u[0] * d[1] - u[1] * d[0]  # d.(I - t t^T) d = (t x d)^2: >= 0 as formed
-            d2 += k * ux * ux / (slip * slip)
+            d2 += k * (dd - ud * ud / (slip * slip))
         return d1, d2
 
     @ti.func
