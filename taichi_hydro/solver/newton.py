@@ -1484,7 +1484,7 @@ def newton_solver(real):
     linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32), made once per type."""
     f = newton_funcs(real)
     wf = world_funcs(real)
-    rvec3, rmat3 = f.rvec3, f.rmat3
+    rvec3 = f.rvec3
 
     @ti.kernel
     def solve_newton(
