@@ -104,11 +104,10 @@ def penetration(P, Q):
     return depth.min(axis=1)
 
 
-def plane_crosses_both(host, ga, gb, pairs, x_a, x_b):
-    """For tet pairs (i of ga, j of gb) with world vertices x_a, x_b (E, 4, 3): 1 where
-    f = p_a - p_b (the two linear fields, float64) takes both signs at the vertices of each tet
-    by more than 1e-3 of |grad f| times the tet's size: the equal-pressure plane f = 0 clearly
-    crosses both."""
+def field_difference(host, ga, gb, pairs, x_a, x_b):
+    """For tet pairs (i of ga, j of gb) with world vertices x_a, x_b (E, 4, 3): f = p_a - p_b
+    (the two linear fields, float64) at the vertices of a and of b, (N, 4) each, and grad f
+    (N, 3)."""
     ta = host.geom_i[ga, G_POOL_START] + pairs[:, 0]
     tb = host.geom_i[gb, G_POOL_START] + pairs[:, 1]
     xa, xb = x_a[pairs[:, 0]], x_b[pairs[:, 1]]
@@ -123,12 +122,61 @@ def plane_crosses_both(host, ga, gb, pairs, x_a, x_b):
         pa = host.tet_p[ta, :1] + np.einsum("nk,nvk->nv", ga_W, x - xa[:, :1])
         pb = host.tet_p[tb, :1] + np.einsum("nk,nvk->nv", gb_W, x - xb[:, :1])
         return pa - pb
-    margin = 1e-3 * np.linalg.norm(ga_W - gb_W, axis=1)
+    return f(xa), f(xb), ga_W - gb_W
+
+
+def plane_crosses_both(host, ga, gb, pairs, x_a, x_b):
+    """1 where f = p_a - p_b (field_difference) takes both signs at the vertices of each tet
+    by more than 1e-3 of |grad f| times the tet's size: the equal-pressure plane f = 0 clearly
+    crosses both."""
+    fa, fb, grad_f = field_difference(host, ga, gb, pairs, x_a, x_b)
+    xa, xb = x_a[pairs[:, 0]], x_b[pairs[:, 1]]
+    margin = 1e-3 * np.linalg.norm(grad_f, axis=1)
     size_a = np.ptp(xa, axis=1).max(axis=1)
     size_b = np.ptp(xb, axis=1).max(axis=1)
-    fa, fb = f(xa), f(xb)
     return ((fa.min(axis=1) < -margin * size_a) & (fa.max(axis=1) > margin * size_a)
             & (fb.min(axis=1) < -margin * size_b) & (fb.max(axis=1) > margin * size_b))
+
+
+def slice_meets_inside(host, ga, gb, pairs, x_a, x_b, inset):
+    """1 where a's slice by the equal-pressure plane f = 0 (float64) still meets tet b with
+    b's faces moved `inset` [m] inwards: such a pair has a contact polygon whatever the
+    rounding, so the broad phase must list it (it drops pairs whose slice lies outside a
+    face of b: clip.clearly_no_polygon). The slice (the crossings of f = 0 on a's edges,
+    in angular order about their mean) is clipped by b's four half-spaces in turn."""
+    fa, _, grad_f = field_difference(host, ga, gb, pairs, x_a, x_b)
+    out = np.zeros(len(pairs), dtype=bool)
+    for e, (i, j) in enumerate(pairs):
+        xa, xb, f = x_a[i], x_b[j], fa[e]
+        poly = [xa[u] + f[u] / (f[u] - f[v]) * (xa[v] - xa[u])
+                for u in range(4) for v in range(u + 1, 4) if (f[u] > 0.0) != (f[v] > 0.0)]
+        if len(poly) < 3:
+            continue
+        poly = np.array(poly)
+        n = grad_f[e] / np.linalg.norm(grad_f[e])
+        t1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+        t2 = np.cross(n, t1)
+        rel = poly - poly.mean(axis=0)
+        poly = poly[np.argsort(np.arctan2(rel @ t2, rel @ t1))]
+        for k in range(4):  # face k is opposite vertex k; keep n.x <= d - inset
+            face = xb[[m for m in range(4) if m != k]]
+            nk = np.cross(face[1] - face[0], face[2] - face[0])
+            nk /= np.linalg.norm(nk)
+            if nk @ (xb[k] - face[0]) > 0.0:
+                nk = -nk
+            s = poly @ nk - (nk @ face[0] - inset)
+            kept = []
+            for m in range(len(poly)):
+                a, b, sa, sb = poly[m], poly[(m + 1) % len(poly)], s[m], s[(m + 1) % len(poly)]
+                if sa <= 0.0:
+                    kept.append(a)
+                if (sa <= 0.0) != (sb <= 0.0):
+                    kept.append(a + sa / (sa - sb) * (b - a))
+            poly = np.array(kept).reshape(-1, 3)
+            if len(poly) < 3:
+                break
+        out[e] = len(poly) >= 3
+    return out
 
 
 def world_boxes(sim, g, p_W, R_W):
@@ -145,7 +193,8 @@ def world_boxes(sim, g, p_W, R_W):
 def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
     """Mesh-mesh pairs: every element pair that meets (penetration over SLACK, by the separating
     axis theorem in float64; for tet-tet pairs, also crossed on both tets by the equal-pressure
-    plane, plane_crosses_both, since the broad phase drops the others) is a candidate, and every candidate's world boxes overlap and its
+    plane, plane_crosses_both, with a's slice by it meeting b well inside, slice_meets_inside,
+    since the broad phase drops the others) is a candidate, and every candidate's world boxes overlap and its
     boxes overlap in b's frame (b's element box and a's world box turned into that frame, up to
     twice the query's slack). Planar pairs: every element the plane crosses (a rigid
     plane) or that reaches below it (a slab) by more than SLACK is a candidate, and the test
@@ -184,9 +233,11 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
         depth = penetration(x_a[near[:, 0]], x_b[near[:, 1]])
         hit = depth > SLACK
         if pair[P_TYPE] == PairType.TET_TET:
-            # Tet pairs whose equal-pressure plane misses a tet have no polygon and may be
-            # dropped: a pair must be found when the plane clearly crosses both (float64).
+            # Tet pairs without a polygon may be dropped: a pair must be found when the
+            # equal-pressure plane clearly crosses both tets and a's slice by it meets b well
+            # inside (float64).
             hit &= plane_crosses_both(host, ga, gb, near, x_a, x_b)
+            hit[hit] &= slice_meets_inside(host, ga, gb, near[hit], x_a, x_b, SLACK)
         must = {tuple(ij) for ij in near[hit]}
         assert must <= found, f"missed: {sorted(must - found)[:5]}"
         assert found <= may, f"spurious: {sorted(found - may)[:5]}"

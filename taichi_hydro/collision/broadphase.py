@@ -35,7 +35,7 @@ from .. import backend
 from ..math3d import finite_pose, quat_to_mat
 from . import skin as skin_rule
 from .candidates import SPAN_KEPT, append_candidate
-from .clip import meeting_plane_misses
+from .clip import clearly_no_polygon
 from .narrowphase import tet_local
 from ..types import (
     FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
@@ -410,9 +410,10 @@ def find_candidates(
     a's element box inflated by the skin [m] and clamped to a's region, both in the world
     frame, b's elements found through its tree (their boxes in b's mesh frame against the
     clamped box taken into that frame), unless a's box misses b's bounding ball (geom_ball_G:
-    b's elements all lie in it). Without a skin, a tet-tet pair whose equal-pressure plane
-    clearly misses one of the two tets (clip.meeting_plane_misses, both tets taken about a's
-    vertex 0 as the narrow phase takes them) has no polygon and is not listed; with a skin
+    b's elements all lie in it). Without a skin, a tet-tet pair that clearly has no polygon
+    (clip.clearly_no_polygon: the equal-pressure plane misses a tet, or a's slice by it lies
+    outside a face of b; both tets taken about a's vertex 0 as the narrow phase takes them)
+    is not listed; with a skin
     every box-overlapping pair is, since the list must hold while the bodies move. Elements
     within the skin of each other are so inside the pair's box, so inside the clamped box: no
     such pair is missed."""
@@ -489,7 +490,7 @@ def find_candidates(
                                             b0, b1, b2, b3 = tet_local(tet_X_G[ib], Rb, pb - origin)
                                             grad_b = Rb @ (s_b * tet_grad_G[ib])
                                             p_b = (s_b * tet_p[ib])[0] - grad_b.dot(b0)
-                                            keep = 1 - meeting_plane_misses(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
+                                            keep = 1 - clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
                                         if keep == 1:
                                             append_candidate(ivec4(w, p, la, lb), counts, cand, cand_span, candidate_capacity)
                                 node += 1

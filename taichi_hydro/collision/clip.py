@@ -20,6 +20,11 @@ MERGE_REL = 1e-6
 # Drake keeps a polygon only if the angle between the face normal and the pressure gradient is
 # below 5*pi/8 (its IsFaceNormalAlongPressureGradient); cos(5*pi/8):
 COS_GRADIENT_LIMIT = -0.38268343236508984
+# The broad phase's test that a tet pair has no polygon (clearly_no_polygon) holds only by more
+# than this fraction of the distances from the local origin: the narrow phase, another
+# kernel, may round the same slice differently (an intersection point t = s_i / (s_i - s_j)
+# moves by about EPS32 / SLICE_MARGIN of its edge when |s| >= SLICE_MARGIN |x|).
+SLICE_MARGIN = 1e-3
 
 
 @ti.func
@@ -245,16 +250,54 @@ def clearly_apart(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float) -> 
 
 
 @ti.func
-def meeting_plane_misses(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float, b0: vec3, b1: vec3, b2: vec3,
-                         b3: vec3, grad_b: vec3, p_b: float) -> ti.i32:
+def polygon_clearly_outside(poly: Poly, count: ti.i32, planes: Planes) -> ti.i32:
+    """1 when every vertex of the polygon lies outside one of the four half-spaces n.x <= d of
+    `planes` (unit normals) by more than SLICE_MARGIN of the vertices' and the plane's
+    distances from the local origin: a conservative form of "clip_by_planes leaves
+    nothing", which holds in any clipping order (the part of the polygon that earlier planes
+    keep lies in its hull, still outside that half-space)."""
+    out = 0
+    for k in ti.static(range(4)):
+        n, d = vec3(planes[k, 0], planes[k, 1], planes[k, 2]), planes[k, 3]
+        least, reach = ti.math.inf, 0.0
+        for i in range(count):
+            x = row(poly, i)
+            least = ti.min(least, n.dot(x) - d)
+            reach = ti.max(reach, x.norm())
+        if least > SLICE_MARGIN * (reach + ti.abs(d)):
+            out = 1
+    return out
+
+
+@ti.func
+def clearly_off(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float) -> ti.i32:
+    """1 when no tet vertex lies within SLICE_MARGIN of its and the plane's distances from the
+    local origin of the plane n.x = d: the tet's slice by the plane then has the same
+    vertices in any kernel, up to rounding (which vertex lies on which side decides them)."""
+    out = 1
+    for x in ti.static([x0, x1, x2, x3]):
+        if ti.abs(n.dot(x) - d) <= SLICE_MARGIN * (x.norm() + ti.abs(d)):
+            out = 0
+    return out
+
+
+@ti.func
+def clearly_no_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float, b0: vec3, b1: vec3, b2: vec3,
+                       b3: vec3, grad_b: vec3, p_b: float) -> ti.i32:
     """1 when tets a and b (vertices and linear fields p + grad.x about one local origin, as the
-    narrow phase computes them) have no contact polygon because their equal-pressure plane
-    clearly misses one of them (clearly_apart); 0 when it may cross both, or the gradients
-    agree (no plane: the narrow phase decides). The broad phase drops such pairs before they
-    are listed."""
+    narrow phase computes them) clearly have no contact polygon: their equal-pressure plane
+    misses one of them (clearly_apart), or a's slice by it lies outside a face of b
+    (polygon_clearly_outside: what most box-overlapping pairs of two spheres' meshes come to
+    in the narrow phase), the slice taken only where no vertex of a is near the plane
+    (clearly_off: a box's tet whose face lies in the plane has a sliver slice whose vertices
+    depend on the rounding); 0 when the polygon may exist, or the gradients agree (no plane:
+    the narrow phase decides). The broad phase drops such pairs before they are listed."""
     n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
     out = 0
     if ok:
         out = clearly_apart(a0, a1, a2, a3, n, d) | clearly_apart(b0, b1, b2, b3, n, d)
+        if out == 0 and clearly_off(a0, a1, a2, a3, n, d) == 1:
+            poly, count = slice_tet(a0, a1, a2, a3, n, d)
+            if count >= 3:
+                out = polygon_clearly_outside(poly, count, tet_face_planes(b0, b1, b2, b3))
     return out
-
