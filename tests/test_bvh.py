@@ -197,8 +197,9 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
     since the broad phase drops the others) is a candidate, and every candidate's world boxes overlap and its
     boxes overlap in b's frame (b's element box and a's world box turned into that frame, up to
     twice the query's slack). Planar pairs: every element the plane crosses (a rigid
-    plane) or that reaches below it (a slab) by more than SLACK is a candidate, and the test
-    prunes (fewer candidates than elements)."""
+    plane) or that reaches below it (a slab) by more than SLACK is a candidate, no element
+    whose vertices all lie more than SLACK on one side (above a slab; above or below a rigid
+    plane) is, and the test prunes (fewer candidates than elements)."""
     sim = th.Simulator(scene(CASES[case]))
     counts = sim.collide()
     n = int(counts[C_CANDIDATES])
@@ -252,8 +253,18 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
         if pair[P_TYPE] == PairType.TET_PLANE:
             reaches &= high > SLACK
         must = {(int(e), 0) for e in np.flatnonzero(reaches)}
+        # An element is listed by its vertices, not its box: none lies wholly on one side of
+        # the plane (above it, or, for a rigid plane, below it) by more than the search's
+        # slack (TREE_SLACK of the distances from the origin: the narrow phase takes the
+        # plane in the world frame) and SLACK.
+        slack = SLACK + 2 * TREE_SLACK * (np.linalg.norm(pose[host.geom_i[mesh, G_BODY]][0]) + np.linalg.norm(p_h) + 1.0)
+        within = low < slack
+        if pair[P_TYPE] == PairType.TET_PLANE:
+            within &= high > -slack
+        may = {(int(e), 0) for e in np.flatnonzero(within)}
         assert must, "the case makes no contact"
         assert must <= found, f"missed: {sorted(must - found)[:5]}"
+        assert found <= may, f"spurious: {sorted(found - may)[:5]}"
         assert n < len(x), "nothing was pruned"
         print(f"{case}: {n} candidates of {len(x)} elements, {len(must)} needed")
 

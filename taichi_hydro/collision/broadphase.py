@@ -499,19 +499,47 @@ def find_candidates(
 
 
 @ti.func
+def extent_reaches_plane(lowest: float, highest: float, plane: plane_record, skin: float, crossing: ti.i32) -> ti.i32:
+    """1 when a set whose extent along the normal n of a planar pair's plane n . x = d
+    (plane_record, mesh frame) is [lowest, highest] reaches within the skin [m] of the plane
+    on its solid side, and, when `crossing`, also within the skin of its other side (the plane
+    crosses it: crossing = 1), up to TREE_SLACK of the sizes (the narrow phase takes the plane
+    in another frame: plane[4], the mesh body's distance from the world origin, bounds that
+    rounding). Monotone in the extent: a set that fails fails for every subset."""
+    slack = TREE_SLACK * (highest - lowest + ti.abs(plane[3]) + plane[4])
+    return 1 if lowest <= plane[3] + slack + skin and (crossing == 0 or highest >= plane[3] - slack - skin) else 0
+
+
+@ti.func
 def box_reaches_plane(b: box3, plane: plane_record, skin: float, crossing: ti.i32) -> ti.i32:
-    """1 when the box b (mesh frame) reaches within the skin [m] of the plane n . x = d of a
-    planar pair (plane_record) on its solid side, and, when `crossing`, also reaches within the
-    skin of its other side (the plane crosses it: crossing = 1), up to TREE_SLACK of the sizes.
-    Monotone in the box: a run's box that fails fails for every element box inside it."""
+    """extent_reaches_plane for the box b (mesh frame): its corners' extent along n."""
     n = vec3(plane[0], plane[1], plane[2])
-    d = plane[3]
     lowest, highest = 0.0, 0.0  # of the box along n
     for c in ti.static(range(3)):
         lowest += ti.min(n[c] * b[0, c], n[c] * b[1, c])
         highest += ti.max(n[c] * b[0, c], n[c] * b[1, c])
-    slack = TREE_SLACK * (highest - lowest + ti.abs(d) + plane[4])
-    return 1 if lowest <= d + slack + skin and (crossing == 0 or highest >= d - slack - skin) else 0
+    return extent_reaches_plane(lowest, highest, plane, skin, crossing)
+
+
+@ti.func
+def element_reaches_plane(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G: ti.template(),
+                          plane: plane_record, skin: float, crossing: ti.i32) -> ti.i32:
+    """extent_reaches_plane for tet or triangle `idx` of the pools (mesh frame): its vertices'
+    extent along n, within its box's (a tet whose box the plane crosses may lie wholly on one
+    side of it: no slice, no polygon)."""
+    n = vec3(plane[0], plane[1], plane[2])
+    lowest, highest = BIG, -BIG
+    if geom_kind == TETMESH:
+        X = tet_X_G[idx]
+        for v in ti.static(range(4)):
+            h = n.dot(vec3(X[v, 0], X[v, 1], X[v, 2]))
+            lowest, highest = ti.min(lowest, h), ti.max(highest, h)
+    else:
+        X = tri_X_G[idx]
+        for v in ti.static(range(3)):
+            h = n.dot(vec3(X[v, 0], X[v, 1], X[v, 2]))
+            lowest, highest = ti.min(lowest, h), ti.max(highest, h)
+    return extent_reaches_plane(lowest, highest, plane, skin, crossing)
 
 
 @ti.kernel
@@ -534,7 +562,7 @@ def find_planar(
     """Appends the candidates of the planar pairs to search (pair_search), one thread per
     world and planar task (a pair and a run of its mesh's elements, model.PLANAR_CHUNK at
     most): (world, pair, element, 0) for the elements whose
-    boxes (mesh frame) reach within the skin [m] of the plane z = 0 of the half-space body
+    vertices (mesh frame) reach within the skin [m] of the plane z = 0 of the half-space body
     (solid below): those the plane crosses when the half-space is rigid (an element wholly
     inside or outside it has no slice), those that reach below it when it is a compliant slab (the equal-pressure surface of a submerged tet,
     or a submerged triangle, is a polygon too). Candidates come in element order, as the
@@ -554,6 +582,5 @@ def find_planar(
             crossing = 1 if t == PairType.TET_PLANE else 0
             if box_reaches_plane(planar_task_box_G[k], plane, skin, crossing) == 1:
                 for e in range(task[1], task[1] + task[2]):
-                    b = element_box(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, ti.Matrix.identity(float, 3), vec3(0.0))
-                    if box_reaches_plane(b, plane, skin, crossing) == 1:
+                    if element_reaches_plane(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, plane, skin, crossing) == 1:
                         append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)
