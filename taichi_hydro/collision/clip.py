@@ -240,43 +240,49 @@ def meeting_plane(grad_a: vec3, p_a: float, grad_b: vec3, p_b: float):
 
 
 @ti.func
-def clearly_apart(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float) -> ti.i32:
+def reach(x0: vec3, x1: vec3, x2: vec3, x3: vec3) -> float:
+    """The largest distance of the four points from the local origin [m] (one square root)."""
+    return ti.sqrt(ti.max(x0.norm_sqr(), x1.norm_sqr(), x2.norm_sqr(), x3.norm_sqr()))
+
+
+@ti.func
+def clearly_apart(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float, r: float) -> ti.i32:
     """1 when every tet vertex lies on one side of the plane n.x = d by more than 1e-4 of the
-    vertices' and the plane's distances from the local origin: a conservative form of
-    `1 - crosses`, which another kernel (other rounding) may apply to the same plane."""
+    vertices' and the plane's distances from the local origin (r: the vertices' reach): a
+    conservative form of `1 - crosses`, which another kernel (other rounding) may apply to the
+    same plane."""
     s0, s1, s2, s3 = n.dot(x0) - d, n.dot(x1) - d, n.dot(x2) - d, n.dot(x3) - d
-    eps = 1e-4 * (ti.max(x0.norm(), x1.norm(), x2.norm(), x3.norm()) + ti.abs(d))
+    eps = 1e-4 * (r + ti.abs(d))
     return 1 if ti.min(s0, s1, s2, s3) > eps or ti.max(s0, s1, s2, s3) < -eps else 0
 
 
 @ti.func
-def polygon_clearly_outside(poly: Poly, count: ti.i32, planes: Planes) -> ti.i32:
-    """1 when every vertex of the polygon lies outside one of the four half-spaces n.x <= d of
-    `planes` (unit normals) by more than SLICE_MARGIN of the vertices' and the plane's
-    distances from the local origin: a conservative form of "clip_by_planes leaves
-    nothing", which holds in any clipping order (the part of the polygon that earlier planes
-    keep lies in its hull, still outside that half-space)."""
+def polygon_clearly_outside(poly: Poly, count: ti.i32, planes: Planes, r: float) -> ti.i32:
+    """1 when every vertex of the polygon (all within distance r of the local origin) lies
+    outside one of the four half-spaces n.x <= d of `planes` (unit normals) by more than
+    SLICE_MARGIN of r and the plane's distance from the local origin: a conservative form of
+    "clip_by_planes leaves nothing", which holds in any clipping order (the part of the
+    polygon that earlier planes keep lies in its hull, still outside that half-space)."""
     out = 0
     for k in ti.static(range(4)):
         n, d = vec3(planes[k, 0], planes[k, 1], planes[k, 2]), planes[k, 3]
-        least, reach = ti.math.inf, 0.0
+        least = ti.math.inf
         for i in range(count):
-            x = row(poly, i)
-            least = ti.min(least, n.dot(x) - d)
-            reach = ti.max(reach, x.norm())
-        if least > SLICE_MARGIN * (reach + ti.abs(d)):
+            least = ti.min(least, n.dot(row(poly, i)) - d)
+        if least > SLICE_MARGIN * (r + ti.abs(d)):
             out = 1
     return out
 
 
 @ti.func
-def clearly_off(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float) -> ti.i32:
-    """1 when no tet vertex lies within SLICE_MARGIN of its and the plane's distances from the
-    local origin of the plane n.x = d: the tet's slice by the plane then has the same
-    vertices in any kernel, up to rounding (which vertex lies on which side decides them)."""
+def clearly_off(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float, r: float) -> ti.i32:
+    """1 when no tet vertex lies within SLICE_MARGIN of the vertices' reach r and the plane's
+    distance from the local origin of the plane n.x = d: the tet's slice by the plane then has
+    the same vertices in any kernel, up to rounding (which vertex lies on which side decides
+    them)."""
     out = 1
     for x in ti.static([x0, x1, x2, x3]):
-        if ti.abs(n.dot(x) - d) <= SLICE_MARGIN * (x.norm() + ti.abs(d)):
+        if ti.abs(n.dot(x) - d) <= SLICE_MARGIN * (r + ti.abs(d)):
             out = 0
     return out
 
@@ -291,13 +297,16 @@ def clearly_no_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a
     in the narrow phase), the slice taken only where no vertex of a is near the plane
     (clearly_off: a box's tet whose face lies in the plane has a sliver slice whose vertices
     depend on the rounding); 0 when the polygon may exist, or the gradients agree (no plane:
-    the narrow phase decides). The broad phase drops such pairs before they are listed."""
+    the narrow phase decides). The broad phase drops such pairs before they are listed. The
+    margins scale with the tets' reaches from the local origin (the slice lies in a, within
+    a's), each one square root."""
     n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
     out = 0
     if ok:
-        out = clearly_apart(a0, a1, a2, a3, n, d) | clearly_apart(b0, b1, b2, b3, n, d)
-        if out == 0 and clearly_off(a0, a1, a2, a3, n, d) == 1:
+        ra, rb = reach(a0, a1, a2, a3), reach(b0, b1, b2, b3)
+        out = clearly_apart(a0, a1, a2, a3, n, d, ra) | clearly_apart(b0, b1, b2, b3, n, d, rb)
+        if out == 0 and clearly_off(a0, a1, a2, a3, n, d, ra) == 1:
             poly, count = slice_tet(a0, a1, a2, a3, n, d)
             if count >= 3:
-                out = polygon_clearly_outside(poly, count, tet_face_planes(b0, b1, b2, b3))
+                out = polygon_clearly_outside(poly, count, tet_face_planes(b0, b1, b2, b3), ra)
     return out
