@@ -198,8 +198,8 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
     boxes overlap in b's frame (b's element box and a's world box turned into that frame, up to
     twice the query's slack). Planar pairs: every element the plane crosses (a rigid
     plane) or that reaches below it (a slab) by more than SLACK is a candidate, no element
-    whose vertices all lie more than SLACK on one side (above a slab; above or below a rigid
-    plane) is, and the test prunes (fewer candidates than elements)."""
+    whose vertices all lie on one side (above a slab; above or below a rigid plane) by more
+    than the search's slack is, and the test prunes (fewer candidates than elements)."""
     sim = th.Simulator(scene(CASES[case]))
     counts = sim.collide()
     n = int(counts[C_CANDIDATES])
