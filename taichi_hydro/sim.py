@@ -224,6 +224,8 @@ class Simulator(WorldAccess):
         plan.add(cp.assemble_patches if o.patch_point else ca.assemble_contacts(o.deterministic))
         if o.deterministic:
             plan.add(co.sum_pair_weights)
+        if o.warm_start:
+            plan.add(cw.look_up_impulses)
         plan.add(ca.finalize_contacts(o.warm_start, o.split))
         plan.add(cw.clear_table)
         if self.joints is not None:

@@ -48,11 +48,10 @@ from .. import backend
 from ..math3d import orthonormal_frame, quat_to_mat, skew
 from ..solver.cone import project_cone
 from ..types import (
-    BODY_DYNAMIC, C_POLYGONS, ID_A, ID_B, ID_PAIR, ID_WORLD, K_PAIR, K_WORLD, M_FORCE0, M_K, M_PHI0, M_TAU, P_BODY_HI, P_BODY_LO,
+    BODY_DYNAMIC, C_POLYGONS, ID_A, ID_B, ID_PAIR, ID_WORLD, K_PAIR, K_WORLD, M_K, M_PHI0, M_TAU, P_BODY_HI, P_BODY_LO,
     PF_D, PF_MU, PF_TAU, POLY_AREA, POLY_GA, POLY_GB, POLY_GRAD_A, POLY_GRAD_B, POLY_P0, contact_reg, ivec4, ivec8, mat3, nd,
     poly_record, vec3, vec4,
 )
-from .warmstart import lookup
 
 INF = ti.math.inf
 
@@ -266,29 +265,24 @@ def finalize_contacts(warm_start: bool, split: bool):
     def finalize(
         world_start: nd(dtype=ti.i32, ndim=1),
         c_ids: nd(dtype=ivec4, ndim=1),
-        c_key: nd(dtype=ivec4, ndim=1),
         c_frame: nd(dtype=mat3, ndim=1),
         c_ra: nd(dtype=vec3, ndim=1),
         c_rb: nd(dtype=vec3, ndim=1),
         c_model: nd(dtype=vec4, ndim=1),
         pair_f: nd(dtype=vec4, ndim=2),
         pair_scale: nd(dtype=float, ndim=2),
-        pair_weight: nd(dtype=float, ndim=2),
-        pair_impulse: nd(dtype=vec3, ndim=2),
         body_contacts: nd(dtype=ti.i32, ndim=2),
         body_inv_mass: nd(dtype=float, ndim=2),
         body_inv_inertia_W: nd(dtype=mat3, ndim=2),
         dt: float,
         sigma: float,
-        table_key: nd(dtype=ivec4, ndim=1),
-        table_val: nd(dtype=vec3, ndim=1),
-        table_occ: nd(dtype=ti.i32, ndim=1),
         c_reg: nd(dtype=contact_reg, ndim=1),
         c_gamma: nd(dtype=vec3, ndim=1),
     ):
         """Writes c_reg (columns types.R_*: R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n
         [1/sqrt(kg)], mu, 1/s_t, 1/s_n) and c_gamma, the warm-start impulse (contact frame,
-        projected on the friction cone). s_t^2 and s_n^2 are the diagonal of W_ii + R_i, with
+        projected on the friction cone; with warm_start, from the world-frame impulse that
+        warmstart.look_up_impulses left in c_gamma, else 0). s_t^2 and s_n^2 are the diagonal of W_ii + R_i, with
         split: W_ii^split (mass splitting, Tonge 2012: each body's mass is shared among its
         contacts), the metric of the solver's local step."""
         W = world_start.shape[0] - 1
@@ -323,11 +317,8 @@ def finalize_contacts(warm_start: bool, split: bool):
             mu = pair_f[w % pair_f.shape[0], pair][PF_MU]
             c_reg[c] = contact_reg(Rt, Rn, v_hat, s_t, s_n, mu, 1.0 / s_t, 1.0 / s_n)
             gamma = vec3(0.0)
-            if ti.static(warm_start):
-                found, impulse = lookup(c_key[c], table_key, table_val, table_occ)
-                if found == 0 and pair_weight[w, pair] > 0.0:
-                    impulse = (ti.max(model[M_FORCE0], 0.0) / pair_weight[w, pair]) * pair_impulse[w, pair]
-                gamma = project_cone(frame @ impulse, mu)
+            if ti.static(warm_start):  # c_gamma holds the world-frame impulse (warmstart.look_up_impulses)
+                gamma = project_cone(frame @ c_gamma[c], mu)
             c_gamma[c] = gamma
 
     return finalize

@@ -18,9 +18,9 @@ from .. import backend
 from .. import hashing, hostcopy
 from ..backend import spend_launches
 from ..plan import ndarray_dtype
-from ..types import ID_PAIR, ID_WORLD, K_WORLD, ivec4, mat3, nd, vec3
+from ..types import ID_PAIR, ID_WORLD, K_WORLD, M_FORCE0, ivec4, mat3, nd, vec3, vec4
 
-__all__ = ["WarmStartTable", "lookup", "clear_table", "store_impulses", "forget_worlds", "accumulate_pair_impulses"]
+__all__ = ["WarmStartTable", "lookup", "look_up_impulses", "clear_table", "store_impulses", "forget_worlds", "accumulate_pair_impulses"]
 
 
 class WarmStartTable:
@@ -105,6 +105,36 @@ def lookup(key: ivec4, table_key: ti.template(), table_val: ti.template(), table
             break
         s = (s + 1) & mask
     return found, value
+
+
+@ti.kernel
+def look_up_impulses(
+    world_start: nd(dtype=ti.i32, ndim=1),
+    c_ids: nd(dtype=ivec4, ndim=1),
+    c_key: nd(dtype=ivec4, ndim=1),
+    c_model: nd(dtype=vec4, ndim=1),
+    pair_weight: nd(dtype=float, ndim=2),
+    pair_impulse: nd(dtype=vec3, ndim=2),
+    table_key: nd(dtype=ivec4, ndim=1),
+    table_val: nd(dtype=vec3, ndim=1),
+    table_occ: nd(dtype=ti.i32, ndim=1),
+    c_gamma: nd(dtype=vec3, ndim=1),
+):
+    """c_gamma[c] = each row's warm-start impulse [N s], world frame: its key's last impulse,
+    else its share of its pair's last total (c_model's A p0 over the pair's weight), else 0
+    (contact.assemble's finalize turns it into the contact frame and projects it on the cone).
+    A kernel of its own, apart from finalize's arithmetic: the lookups are cache misses in a
+    table larger than the cache, and a short loop keeps several of them in flight at once."""
+    W = world_start.shape[0] - 1
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
+    for c in range(world_start[W]):
+        found, impulse = lookup(c_key[c], table_key, table_val, table_occ)
+        if found == 0:
+            ids = c_ids[c]
+            w, pair = ids[ID_WORLD], ids[ID_PAIR]
+            if pair_weight[w, pair] > 0.0:
+                impulse = (ti.max(c_model[c][M_FORCE0], 0.0) / pair_weight[w, pair]) * pair_impulse[w, pair]
+        c_gamma[c] = impulse
 
 
 @ti.kernel
