@@ -325,11 +325,8 @@ def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G:
     lo = vec3(BIG)
     hi = vec3(-BIG)
     if geom_kind == TETMESH:
-        X = tet_X_G[idx]
-        for v in ti.static(range(4)):
-            x = R @ vec3(X[v, 0], X[v, 1], X[v, 2]) + p
-            lo = ti.min(lo, x)
-            hi = ti.max(hi, x)
+        x0, x1, x2, x3 = tet_local(tet_X_G[idx], R, p)
+        lo, hi = ti.min(x0, x1, x2, x3), ti.max(x0, x1, x2, x3)
     else:
         X = tri_X_G[idx]
         for v in ti.static(range(3)):
@@ -482,12 +479,19 @@ def find_candidates(
                                 for j in range(nd_[1], nd_[1] + nd_[2]):  # a leaf's elements
                                     if boxes_meet(query, bvh_elem_box_G[j]) == 1:
                                         lb = bvh_elem[j]
-                                        box_b = element_box(gib[G_KIND], gib[G_POOL_START] + lb, tet_X_G, tri_X_G, Rb, pb)
+                                        ib = gib[G_POOL_START] + lb
+                                        tets = plane_test and pair_i[p][P_TYPE] == PairType.TET_TET
+                                        x0, x1, x2, x3 = vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0)
+                                        box_b = empty_box()
+                                        if tets:  # b's vertices in the world frame once, for its box and the plane test
+                                            x0, x1, x2, x3 = tet_local(tet_X_G[ib], Rb, pb)
+                                            box_b = make_box(ti.min(x0, x1, x2, x3), ti.max(x0, x1, x2, x3))
+                                        else:
+                                            box_b = element_box(gib[G_KIND], ib, tet_X_G, tri_X_G, Rb, pb)
                                         keep = boxes_meet(box_a, box_b)
-                                        if keep == 1 and plane_test and pair_i[p][P_TYPE] == PairType.TET_TET:
-                                            ib = gib[G_POOL_START] + lb
+                                        if keep == 1 and tets:
                                             s_b = geom_scale[w % geom_scale.shape[0], gb]
-                                            b0, b1, b2, b3 = tet_local(tet_X_G[ib], Rb, pb - origin)
+                                            b0, b1, b2, b3 = x0 - origin, x1 - origin, x2 - origin, x3 - origin
                                             grad_b = Rb @ (s_b * tet_grad_G[ib])
                                             p_b = (s_b * tet_p[ib])[0] - grad_b.dot(b0)
                                             keep = 1 - clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
