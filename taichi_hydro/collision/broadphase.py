@@ -409,7 +409,8 @@ def find_candidates(
     clamped box taken into that frame), unless a's box misses b's bounding ball (geom_ball_G:
     b's elements all lie in it). Without a skin, a tet-tet pair that clearly has no polygon
     (clip.clearly_no_polygon: the equal-pressure plane misses a tet, or a's slice by it lies
-    outside a face of b; both tets taken about a's vertex 0 as the narrow phase takes them)
+    outside a face of b; both tets taken about a's vertex 0 as the narrow phase takes them, b's
+    rounded otherwise, which the tests' margins cover)
     is not listed; with a skin
     every box-overlapping pair is, since the list must hold while the bodies move. Elements
     within the skin of each other are so inside the pair's box, so inside the clamped box: no
