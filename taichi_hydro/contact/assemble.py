@@ -282,9 +282,9 @@ def finalize_contacts(warm_start: bool, split: bool):
         """Writes c_reg (columns types.R_*: R_t, R_n [1/kg], v_hat_n [m/s], s_t, s_n
         [1/sqrt(kg)], mu, 1/s_t, 1/s_n) and c_gamma, the warm-start impulse (contact frame,
         projected on the friction cone; with warm_start, from the world-frame impulse that
-        warmstart.look_up_impulses left in c_gamma, else 0). s_t^2 and s_n^2 are the diagonal of W_ii + R_i, with
-        split: W_ii^split (mass splitting, Tonge 2012: each body's mass is shared among its
-        contacts), the metric of the solver's local step."""
+        warmstart.look_up_impulses left in c_gamma, else 0). s_t^2 and s_n^2 are the diagonal
+        of W_ii + R_i, with split: W_ii^split (mass splitting, Tonge 2012: each body's mass is
+        shared among its contacts), the metric of the solver's local step."""
         W = world_start.shape[0] - 1
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for c in range(world_start[W]):

@@ -20,7 +20,8 @@ from ..backend import spend_launches
 from ..plan import ndarray_dtype
 from ..types import ID_PAIR, ID_WORLD, K_WORLD, M_FORCE0, ivec4, mat3, nd, vec3, vec4
 
-__all__ = ["WarmStartTable", "lookup", "look_up_impulses", "clear_table", "store_impulses", "forget_worlds", "accumulate_pair_impulses"]
+__all__ = ["WarmStartTable", "lookup", "look_up_impulses", "clear_table", "store_impulses", "forget_worlds",
+           "accumulate_pair_impulses"]
 
 
 class WarmStartTable:
