@@ -260,6 +260,8 @@ class WorldAccess:
         applied: a wrong shape or a non-finite, negative (or zero mass or modulus) value raises
         SceneError naming the parameter, body, world and value. Persist across reset()."""
         self.params.set(mass=mass, friction=friction, modulus=modulus, dissipation=dissipation, gravity=gravity)
+        if modulus is not None:
+            self.collision.forget_lists()  # a skin's lists were filtered with the old pressure scales
 
     def sample_parameters(self, seed: int, **ranges) -> dict[str, np.ndarray]:
         """Draw per-world parameters uniformly and apply them (set_parameters); returns the

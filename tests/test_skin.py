@@ -2,7 +2,8 @@
 candidate lists kept while a pair moves less than the skin must never lose a polygon.
 
 The checks: the motion bound of the rule against the float64 displacement of a mesh's
-vertices (tier 1); bodies driven along fast, turning paths that cross the skin now and then,
+vertices, and the broad phase's field test with a skin (a tet pair it drops has no polygon,
+float64, after any move of b by up to the skin) (tier 1); bodies driven along fast, turning paths that cross the skin now and then,
 each pose's polygons against a simulator without a skin, bit for bit, and against the float64
 oracle as a set (tier 3), also with pools that start too small and grow while lists are kept;
 the deterministic mode bit for bit with and without a skin, a batch against single worlds;
@@ -16,11 +17,12 @@ import taichi as ti
 
 import taichi_hydro as th
 from taichi_hydro.collision import Capacities
+from taichi_hydro.collision import clip
 from taichi_hydro.collision import skin as skin_rule
 from taichi_hydro.errors import SceneError
 from taichi_hydro.types import C_POLYGONS, P_TYPE, PairType
 
-from conftest import scene
+from conftest import ball, scene
 from oracle import oracle_polygons, quat_matrix
 from test_deterministic import assert_bitwise_equal, final_state
 from test_oracle import CASES, q_axis
@@ -86,6 +88,123 @@ def test_motion_bound_covers_every_vertex(arch):
         Rf0, Rm0, Rf1, Rm1 = (quat_matrix(x) for x in q)
         theta = np.arccos(np.clip((np.trace((Rf1.T @ Rm1) @ (Rf0.T @ Rm0).T) - 1) / 2, -1, 1))
         assert delta <= moved + 2 * np.sin(theta / 2) * radius + 1e-6, f"trial {trial}: bound {delta} m loose"
+
+
+@ti.kernel
+def drop_pairs(tets: nd(dtype=ti.math.mat4, ndim=1), fields: nd(dtype=ti.math.vec4, ndim=1), skin: float,
+               out: nd(dtype=ti.i32, ndim=1)):
+    """out[i] = clip.clearly_no_polygon of pair i (tets[2i], tets[2i+1]: vertices as rows .xyz;
+    fields[2i], fields[2i+1]: (grad, p) about the origin) with the skin [m]."""
+    for i in out:
+        A, B = tets[2 * i], tets[2 * i + 1]
+        fa, fb = fields[2 * i], fields[2 * i + 1]
+        out[i] = clip.clearly_no_polygon(A[0, :3], A[1, :3], A[2, :3], A[3, :3], fa.xyz, fa.w, B[0, :3], B[1, :3], B[2, :3],
+                                         B[3, :3], fb.xyz, fb.w, skin)
+
+
+def polygon_area(xa, ga, pa, xb, gb, pb):
+    """Area [m^2] of the contact polygon of tets xa, xb (4 x 3) with fields p + g.x (float64):
+    a's slice by the equal-pressure plane clipped by b's four faces."""
+    f = xa @ (ga - gb) + (pa - pb)
+    poly = [xa[u] + f[u] / (f[u] - f[v]) * (xa[v] - xa[u]) for u in range(4) for v in range(u + 1, 4) if (f[u] > 0) != (f[v] > 0)]
+    if len(poly) < 3:
+        return 0.0
+    n = (gb - ga) / np.linalg.norm(gb - ga)
+    t1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+    t1 /= np.linalg.norm(t1)
+    rel = np.array(poly) - np.mean(poly, axis=0)
+    poly = np.array(poly)[np.argsort(np.arctan2(rel @ np.cross(n, t1), rel @ t1))]
+    for k in range(4):
+        face = xb[[m for m in range(4) if m != k]]
+        nk = np.cross(face[1] - face[0], face[2] - face[0])
+        nk = -nk if nk @ (xb[k] - face[0]) > 0 else nk
+        s = poly @ nk - nk @ face[0]
+        kept = []
+        for m in range(len(poly)):
+            a, b, sa, sb = poly[m], poly[(m + 1) % len(poly)], s[m], s[(m + 1) % len(poly)]
+            if sa <= 0:
+                kept.append(a)
+            if (sa <= 0) != (sb <= 0):
+                kept.append(a + sa / (sa - sb) * (b - a))
+        if len(kept) < 3:
+            return 0.0
+        poly = np.array(kept)
+    return 0.5 * abs(sum(np.cross(poly[m] - poly[0], poly[m + 1] - poly[0]) @ n for m in range(1, len(poly) - 1)))
+
+
+def test_field_test_with_a_skin_holds_for_every_move_within_it(arch):
+    """clip.clearly_no_polygon with a skin s: a tet pair it drops (the broad phase then keeps no
+    row for it while the pair moves less than s) has no polygon, float64, after b moves
+    by s along its gradient, along each face normal of b, along the plane's normal and in
+    random directions, either way, or turns by up to s / r about its centroid (r its
+    reach). Random 1 cm tets 0-1.5 cm apart with fields of 1e6-1e7 Pa/m, some pairs of equal
+    stiffness and some one stiff, s = 1 mm: the test drops a share of the pairs, and a pair
+    it drops with s = 0 moves into contact within s often enough that a field test ignoring
+    the move would fail here."""
+    rng = np.random.default_rng(11)
+    N, s = 2000, 1e-3
+    tets, fields = [], []
+    for i in range(N):
+        a = rng.normal(0, 0.006, (4, 3))
+        a -= a[0]  # a's vertex 0 is the local origin, as the broad phase takes it
+        b = rng.normal(0, 0.006, (4, 3)) + rng.normal(0, 0.007, 3)
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        ga = -u * 10.0 ** rng.uniform(6, 7)
+        gb = (u + rng.normal(0, 0.3, 3)) * 10.0 ** rng.uniform(6, 7) * (10.0 if i % 3 == 0 else 1.0)
+        # p_a - p_b: the plane through a random point between the two tets
+        x = rng.uniform(0, 1) * a.mean(axis=0) + rng.uniform(0, 1) * b.mean(axis=0)
+        pa = rng.uniform(1e3, 1e4)
+        pb = pa + (ga - gb) @ x
+        tets += [np.c_[a, np.zeros(4)], np.c_[b, np.zeros(4)]]
+        fields += [np.r_[ga, pa], np.r_[gb, pb]]
+    tets, fields = np.array(tets, dtype=np.float32), np.array(fields, dtype=np.float32)
+    t_arr, f_arr, out = ti.ndarray(ti.math.mat4, 2 * N), ti.ndarray(ti.math.vec4, 2 * N), ti.ndarray(ti.i32, N)
+    t_arr.from_numpy(tets)
+    f_arr.from_numpy(fields)
+    dropped = {}
+    for skin in (0.0, s):
+        drop_pairs(t_arr, f_arr, skin, out)
+        dropped[skin] = out.to_numpy().astype(bool)
+    assert dropped[s].sum() >= N // 10, f"the skin's test drops {dropped[s].sum()} of {N} pairs"
+    tets, fields = tets.astype(np.float64)[:, :, :3], fields.astype(np.float64)
+
+    def moves(xb, ga, gb):
+        """b's moved vertices: translations by s and turns that move no point of b by more than s."""
+        dirs = [gb, gb - ga] + [np.cross(xb[(k + 1) % 4] - xb[(k + 2) % 4], xb[(k + 3) % 4] - xb[(k + 2) % 4]) for k in range(4)]
+        dirs += list(rng.normal(size=(4, 3)))
+        for d in dirs:
+            for sign in (1.0, -1.0):
+                yield xb + sign * s * d / np.linalg.norm(d), sign * s * d / np.linalg.norm(d)
+        c = xb.mean(axis=0)
+        r = np.linalg.norm(xb - c, axis=1).max()
+        for axis in rng.normal(size=(3, 3)):
+            axis /= np.linalg.norm(axis)
+            K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+            angle = 2 * np.arcsin(min(1.0, s / (2 * r)))
+            R = np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+            yield (xb - c) @ R.T + c, None
+
+    def moved_area(i, xb_new, shift):
+        """b's field moves with b: for a translation p_b(x - t); for a turn about c, p_b(R^T (x - c) + c)."""
+        xa, xb, (ga, pa), (gb, pb) = tets[2 * i], tets[2 * i + 1], (fields[2 * i][:3], fields[2 * i][3]), (fields[2 * i + 1][:3],
+                                                                                                          fields[2 * i + 1][3])
+        if shift is not None:
+            return polygon_area(xa, ga, pa, xb_new, gb, pb - gb @ shift)
+        c = xb.mean(axis=0)
+        A = np.linalg.lstsq(np.c_[xb - c, np.ones(4)], np.c_[xb_new - c, np.ones(4)], rcond=None)[0][:3, :3].T  # the turn R
+        g_new = A @ gb
+        return polygon_area(xa, ga, pa, xb_new, g_new, pb + gb @ c - g_new @ c)
+
+    moved_into_contact = 0
+    for i in range(N):
+        xb, ga, gb = tets[2 * i + 1], fields[2 * i][:3], fields[2 * i + 1][:3]
+        areas = [moved_area(i, x, t) for x, t in moves(xb, ga, gb)]
+        if dropped[s][i]:
+            assert max(areas) == 0.0, f"pair {i}: dropped with the skin, but a move within it makes a polygon of {max(areas)} m^2"
+        elif dropped[0.0][i] and max(areas) > 0.0:
+            moved_into_contact += 1
+    assert moved_into_contact >= 10, f"only {moved_into_contact} pairs dropped without a skin move into contact within it"
 
 
 # Which body of each oracle case the path drives (a dynamic or kinematic one), and the axis it turns about.
@@ -171,6 +290,32 @@ def test_kept_lists_miss_no_polygon(arch, tol, case, tiny):
     assert kept >= 3 and searched >= 3, f"kept {kept} and searched {searched} frames: the path does not test the rule"
     if tiny:
         assert sim.collision.growths > 0
+
+
+def test_a_change_of_modulus_searches_every_pair_again(arch):
+    """The skin's lists were filtered with the pressure fields of their search, so a change
+    of modulus (set_parameters) makes the next pass search every pair: two balls 1 cm deep
+    (6 mm tets), a 0.1 mm skin, b's modulus set 30 times lower (the equal-pressure plane moves into b) and back, the skin's
+    polygons equal, bit for bit, those of a simulator without a skin, and its pairs are stale
+    in the pass after each change, kept in the one after that."""
+    bodies = [ball("a", radius=0.05, z=0.0, resolution=0.006), ball("b", radius=0.04, z=0.08, resolution=0.006, modulus=3e5,
+                                                                    position=[0.01, -0.005, 0.08])]
+    plain = th.Simulator(scene(bodies))
+    sim = th.Simulator(th.scene_from_dict({"body": bodies, "collision": {"skin": 1e-4}}, source="<test>"))
+    base = sim.parameters()["modulus"]
+    soft = base.copy()
+    soft[0, sim.scene.body_index("b")] /= 30.0
+    for modulus in (None, soft, base):
+        for step in range(2):
+            if modulus is not None and step == 0:
+                for s in (plain, sim):
+                    s.set_parameters(modulus=modulus)
+            want, got = polygons(plain), polygons(sim)
+            assert len(want["poly_i"]) > 0
+            for k in want:
+                assert np.array_equal(want[k], got[k]), f"modulus {modulus}, pass {step}: {k} differs with the skin"
+            stale = sim.collision.pair_stale.to_numpy()[0, 0]
+            assert stale == (1 if step == 0 else 0), f"modulus {modulus}, pass {step}: pair stale = {stale}"
 
 
 def test_deterministic_mode_is_bitwise_the_same_with_a_skin_and_in_a_batch(arch):

@@ -11,8 +11,8 @@
    geometry a of such a pair; for each active pair in which it is geometry a, its clamped box,
    taken into the frame of geometry b's mesh, descends b's static tree (geometry.bvh); the
    elements of b whose boxes it meets there, and whose world boxes meet it, become candidates
-   (a pair's box is first cut to its bounding balls' lens, lens_box; tet-tet pairs whose
-   equal-pressure plane clearly misses a tet are dropped);
+   (a pair's box is first cut to its bounding balls' lens, lens_box; tet-tet pairs that
+   clearly have no polygon, within the skin's moves when there is one, are dropped);
 4. planar pairs (find_planar): one thread per world and run of elements (model.PLANAR_CHUNK)
    of a mesh in a mesh-half-space pair, skipped whole when the run's static box misses the
    plane; the elements whose boxes (mesh frame) the plane crosses (a rigid plane) or that reach
@@ -407,14 +407,13 @@ def find_candidates(
     a's element box inflated by the skin [m] and clamped to a's region, both in the world
     frame, b's elements found through its tree (their boxes in b's mesh frame against the
     clamped box taken into that frame), unless a's box misses b's bounding ball (geom_ball_G:
-    b's elements all lie in it). Without a skin, a tet-tet pair that clearly has no polygon
-    (clip.clearly_no_polygon: the equal-pressure plane misses a tet, or a's slice by it lies
-    outside a face of b; both tets taken about a's vertex 0 as the narrow phase takes them, b's
-    rounded otherwise, which the tests' margins cover)
-    is not listed; with a skin
-    every box-overlapping pair is, since the list must hold while the bodies move. Elements
-    within the skin of each other are so inside the pair's box, so inside the clamped box: no
-    such pair is missed."""
+    b's elements all lie in it). A tet-tet pair that clearly has no polygon (clip.clearly_no_polygon:
+    the equal-pressure plane misses a tet, or a's slice by it lies outside a face of b; both
+    tets taken about a's vertex 0 as the narrow phase takes them, b's rounded otherwise, which
+    the tests' margins cover) is not listed; with a skin, only one that has none in any pose
+    the kept list must cover (b moved by at most the skin relative to a). Elements within the
+    skin of each other are inside the pair's box, so inside the clamped box: no such pair is
+    missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
@@ -436,10 +435,10 @@ def find_candidates(
                 box_a = clamped_box(w, g, la, gi, quat_to_mat(body_q[w, ba]), body_p[w, ba], skin, tet_X_G, tri_X_G, geom_region,
                                     geom_region_n)
             # a's tet about a local origin at its vertex 0, as the narrow phase takes it, for
-            # the equal-pressure plane test of tet-tet pairs (without a skin: a kept list must
-            # hold for every pose within the skin, and the plane moves with the bodies).
+            # the equal-pressure plane test of tet-tet pairs (with a skin, one that holds for
+            # every pose within the skin: a kept list must, and the plane moves with the bodies).
             origin, a0, a1, a2, a3, grad_a, p_a = vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), 0.0
-            plane_test = box_valid(box_a) == 1 and skin == 0.0 and gi[G_KIND] == TETMESH
+            plane_test = box_valid(box_a) == 1 and gi[G_KIND] == TETMESH
             if plane_test:
                 Ra = quat_to_mat(body_q[w, ba])
                 ia = gi[G_POOL_START] + la
@@ -495,7 +494,7 @@ def find_candidates(
                                             b0, b1, b2, b3 = x0 - origin, x1 - origin, x2 - origin, x3 - origin
                                             grad_b = Rb @ (s_b * tet_grad_G[ib])
                                             p_b = (s_b * tet_p[ib])[0] - grad_b.dot(b0)
-                                            keep = 1 - clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b)
+                                            keep = 1 - clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b, skin)
                                         if keep == 1:
                                             append_candidate(ivec4(w, p, la, lb), counts, cand, cand_span, candidate_capacity)
                                 node += 1

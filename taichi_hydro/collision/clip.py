@@ -246,13 +246,13 @@ def reach(x0: vec3, x1: vec3, x2: vec3, x3: vec3) -> float:
 
 
 @ti.func
-def clearly_apart(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float, r: float) -> ti.i32:
-    """1 when every tet vertex lies on one side of the plane n.x = d by more than 1e-4 of the
-    vertices' and the plane's distances from the local origin (r: the vertices' reach): a
-    conservative form of `1 - crosses`, which another kernel (other rounding) may apply to the
-    same plane."""
+def clearly_apart(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float, r: float, gap: float) -> ti.i32:
+    """1 when every tet vertex lies on one side of the plane n.x = d by more than gap [m] plus
+    1e-4 of the vertices' and the plane's distances from the local origin (r: the vertices'
+    reach): a conservative form of `1 - crosses`, which another kernel (other rounding) may
+    apply to the same plane, and, with gap > 0, to every plane within gap of it."""
     s0, s1, s2, s3 = n.dot(x0) - d, n.dot(x1) - d, n.dot(x2) - d, n.dot(x3) - d
-    eps = 1e-4 * (r + ti.abs(d))
+    eps = gap + 1e-4 * (r + ti.abs(d))
     return 1 if ti.min(s0, s1, s2, s3) > eps or ti.max(s0, s1, s2, s3) < -eps else 0
 
 
@@ -288,8 +288,35 @@ def clearly_off(x0: vec3, x1: vec3, x2: vec3, x3: vec3, n: vec3, d: float, r: fl
 
 
 @ti.func
+def slab_clearly_outside(a0: vec3, a1: vec3, a2: vec3, a3: vec3, n: vec3, d: float, half: float, planes: Planes, r: float,
+                         gap: float) -> ti.i32:
+    """1 when the part of tet a within `half` [m] of the plane n.x = d (the slab: a's slices by
+    the planes n.x = d +- half and a's vertices between them span it) lies outside one of the
+    four half-spaces n_k.x <= d_k of `planes` (unit normals) by more than gap [m] plus
+    SLICE_MARGIN of r (a's reach from the local origin) and the face's distance from it. The
+    slab holds a's slice by every plane within `half` of n.x = d, each rounded any way: no
+    such slice meets the half-space widened by gap."""
+    hi, n_hi = slice_tet(a0, a1, a2, a3, n, d + half)
+    lo, n_lo = slice_tet(a0, a1, a2, a3, n, d - half)
+    out = 0
+    for k in ti.static(range(4)):
+        nk, dk = vec3(planes[k, 0], planes[k, 1], planes[k, 2]), planes[k, 3]
+        least = ti.math.inf
+        for i in range(n_hi):
+            least = ti.min(least, nk.dot(row(hi, i)) - dk)
+        for i in range(n_lo):
+            least = ti.min(least, nk.dot(row(lo, i)) - dk)
+        for x in ti.static([a0, a1, a2, a3]):
+            if ti.abs(n.dot(x) - d) <= half:
+                least = ti.min(least, nk.dot(x) - dk)
+        if least > gap + SLICE_MARGIN * (r + ti.abs(dk)):
+            out = 1
+    return out
+
+
+@ti.func
 def clearly_no_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a: float, b0: vec3, b1: vec3, b2: vec3,
-                       b3: vec3, grad_b: vec3, p_b: float) -> ti.i32:
+                       b3: vec3, grad_b: vec3, p_b: float, skin: float) -> ti.i32:
     """1 when tets a and b (vertices and linear fields p + grad.x about one local origin, as the
     narrow phase computes them) clearly have no contact polygon: their equal-pressure plane
     misses one of them (clearly_apart), or a's slice by it lies outside a face of b
@@ -299,14 +326,31 @@ def clearly_no_polygon(a0: vec3, a1: vec3, a2: vec3, a3: vec3, grad_a: vec3, p_a
     depend on the rounding); 0 when the polygon may exist, or the gradients agree (no plane:
     the narrow phase decides). The broad phase drops such pairs before they are listed. The
     margins scale with the tets' reaches from the local origin (the slice lies in a, within
-    a's), each one square root."""
+    a's), each one square root.
+
+    With a skin s > 0 [m] (collision.skin) the answer holds for every later pose in which no
+    point of b has moved by more than s relative to a, so that a kept list stays complete.
+    Such a move changes b's field at a point of a by at most |grad_b| s and a's field at a
+    point of b by at most |grad_a| s, and keeps b within s of where it was. With f = pA - pB
+    = |grad_b - grad_a| (d - n.x), the polygon then lies in the slab of a where
+    |n.x - d| <= h_a = |grad_b| s / |grad_b - grad_a|, within s of b: the pair has none when
+    a lies off the plane by more than h_a, b by more than h_b = |grad_a| s / |grad_b -
+    grad_a|, or the slab (widened by the slice margin, so that it holds every rounded
+    slice: slab_clearly_outside) lies outside a face of b by more than s."""
     n, d, ok = equal_pressure_plane(grad_a, p_a, grad_b, p_b)
     out = 0
     if ok:
         ra, rb = reach(a0, a1, a2, a3), reach(b0, b1, b2, b3)
-        out = clearly_apart(a0, a1, a2, a3, n, d, ra) | clearly_apart(b0, b1, b2, b3, n, d, rb)
-        if out == 0 and clearly_off(a0, a1, a2, a3, n, d, ra) == 1:
-            poly, count = slice_tet(a0, a1, a2, a3, n, d)
-            if count >= 3:
-                out = polygon_clearly_outside(poly, count, tet_face_planes(b0, b1, b2, b3), ra)
+        across = (grad_b - grad_a).norm()
+        h_a, h_b = grad_b.norm() * skin / across, grad_a.norm() * skin / across
+        out = clearly_apart(a0, a1, a2, a3, n, d, ra, h_a) | clearly_apart(b0, b1, b2, b3, n, d, rb, h_b)
+        if out == 0:
+            if skin == 0.0:
+                if clearly_off(a0, a1, a2, a3, n, d, ra) == 1:
+                    poly, count = slice_tet(a0, a1, a2, a3, n, d)
+                    if count >= 3:
+                        out = polygon_clearly_outside(poly, count, tet_face_planes(b0, b1, b2, b3), ra)
+            else:
+                half = h_a + SLICE_MARGIN * (ra + ti.abs(d))
+                out = slab_clearly_outside(a0, a1, a2, a3, n, d, half, tet_face_planes(b0, b1, b2, b3), ra, skin)
     return out

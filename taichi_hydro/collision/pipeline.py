@@ -46,6 +46,8 @@ class Collision:
       i32: the candidate element pairs (world, pair, element of a, element of b; for a planar
       pair, (world, pair, element of the mesh, 0)), the list this pass writes and, with a skin,
       the last pass's (collision.candidates: where each lies, how many rows were kept);
+    keep_chunk_row (skin.chunk_slots(candidates),) i32: with a skin, where each chunk of the
+      last list's kept rows goes in this pass's (skin.count_kept; one placeholder without);
     pool: the polygon pool (pools.PolygonPool).
     Scalars: query_count, planar_task_count, merge_rel, skin, candidate_capacity (rows per list).
 
@@ -94,10 +96,16 @@ class Collision:
                 )
         self.caps = caps
         self.cand = ti.ndarray(ivec4, caps.candidates * (2 if self.skin > 0.0 else 1))
-        span = np.zeros(SPAN_SLOTS, dtype=np.int32)
-        span[SPAN_KEPT] = -1  # nothing kept: the next pass searches every pair
-        hostcopy.from_numpy(self.cand_span, span)
+        self.keep_chunk_row = ti.ndarray(ti.i32, skin_rule.chunk_slots(caps.candidates) if self.skin > 0.0 else 1)
+        self.forget_lists()
         self.pool = PolygonPool(caps.polygons)
+
+    def forget_lists(self) -> None:
+        """Keep no candidate list: the next pass searches every pair (after a reallocation,
+        or a change of the pressure scales that the kept lists were filtered with)."""
+        span = np.zeros(SPAN_SLOTS, dtype=np.int32)
+        span[SPAN_KEPT] = -1
+        hostcopy.from_numpy(self.cand_span, span)
 
     def arrays(self) -> dict:
         """Every array and scalar the collision launches bind, by name."""
@@ -119,6 +127,7 @@ class Collision:
         if depth.has_deep_pairs(m.host):
             plan.add(depth.pair_depth)
         if self.skin > 0.0:
+            plan.add(skin_rule.count_kept)
             plan.add(skin_rule.keep_candidates)
         if m.query_elem_count > 0:
             plan.add(bp.geometry_regions)

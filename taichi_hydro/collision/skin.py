@@ -18,7 +18,10 @@ sin(theta / 2) exactly, without the ill-conditioned acos). No point of M moves b
 delta relative to F, so two elements farther apart than s at the search are still apart by
 more than s - delta >= 0 now: they do not intersect and have no polygon. The list is a superset
 of the element pairs that intersect, and clipping (every step) decides exactly which do: the
-polygons are those of a fresh search. rounding = TREE_SLACK (|c_F| + r_M) covers float32
+polygons are those of a fresh search. The search also leaves out the tet-tet pairs that have
+no polygon in any pose within the rule (clip.clearly_no_polygon with the skin: M's field moves
+by at most |grad p_M| s at a point of F); that test reads the pressure scales, so a change of
+modulus (Simulator.set_parameters) drops every kept list (Collision.forget_lists). rounding = TREE_SLACK (|c_F| + r_M) covers float32
 rounding of delta. F is geometry a of a mesh-mesh pair and M geometry b; for a planar pair F is
 the half-space and M the mesh (a plane has no bounding ball). The bound depends only on the
 relative pose, not on how the bodies got there: poses written from the host (set_state, reset)
@@ -27,14 +30,18 @@ or a chunk replayed after a pool overflow keep a list valid when the rule holds.
 A pair is searched again (stale) when the rule fails, when its reference is invalid (first
 step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
 pool overflowed in the last pass, or was reallocated: no kept count). Stale pairs are
-searched with the inflated boxes; the candidates of the other pairs are appended from the last
-pass's list (keep_candidates), and the new list's length is recorded for the next pass
-(save_candidates). The two lists are the two halves of one array that swap roles every pass
-(collision.candidates): keeping a list costs its one append per row, no copy.
+searched with the inflated boxes; the candidates of the other pairs are copied from the last
+pass's list first (count_kept, keep_candidates), and the new list's length is recorded for the
+next pass (save_candidates). The two lists are the two halves of one array that swap roles every
+pass (collision.candidates): keeping a list costs one read and one write per row.
 
-Order. Candidates arrive through an atomic counter, kept ones first (in their previous
-relative order, up to the interleaving of parallel threads) and then those of the searched
-pairs: the order differs from a fresh search's, which is itself thread-timing dependent. The
+Order. The kept rows keep their order exactly (a compaction: rows kept per chunk of
+KEEP_CHUNK rows, the chunks' offsets by a prefix sum, each chunk's rows written in order), then
+those of the searched pairs arrive through the atomic counter. Appending the kept rows through
+the counter instead interleaves the threads' rows at every pass, and over many passes the rows
+of a pair scatter: the solver sums each run of one pair's rows once (solver.newton), so
+scattered rows made its Hessian and gradient passes twice as slow on a settled pile. The order
+still differs from a fresh search's, which is itself thread-timing dependent. The
 deterministic mode ([solver] deterministic = true) orders contact rows by (pair, element a,
 element b), so its results are independent of it, bit for bit equal with and without a skin
 (tests/test_skin.py)."""
@@ -45,7 +52,7 @@ from .. import backend
 
 from ..math3d import quat_mul
 from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, vec4
-from .candidates import SPAN_KEPT, SPAN_START, append_candidate
+from .candidates import SPAN_KEPT, SPAN_START
 
 pair_reference = RealVector(8)
 """A pair's pose at its last search: (c_F (3) [m], q_FM (4), valid (1 or 0))."""
@@ -75,26 +82,81 @@ def moved(ref: pair_reference, c_F: vec3, q_FM: vec4, radius: float) -> float:
     return (c_F - vec3(ref[0], ref[1], ref[2])).norm() + 2.0 * turn * radius
 
 
+KEEP_CHUNK = 1024
+"""Rows of the last list per thread of count_kept and keep_candidates (and per item of their
+prefix sum, which one thread runs)."""
+
+
+def chunk_slots(capacity: int) -> int:
+    """Items of the chunk-offset array for lists of `capacity` rows."""
+    return (capacity + KEEP_CHUNK - 1) // KEEP_CHUNK + 1
+
+
+@ti.func
+def kept_span(cand_span: ti.template(), capacity: ti.i32):
+    """(first row of the last pass's list, its stored rows, its chunks), once this pass's list
+    is the other half (count_kept turned it over)."""
+    last = capacity - cand_span[SPAN_START]
+    n = ti.min(cand_span[SPAN_KEPT], capacity)  # -1: nothing kept
+    return last, n, (n + KEEP_CHUNK - 1) // KEEP_CHUNK
+
+
 @ti.kernel
-def keep_candidates(
+def count_kept(
     cand_span: nd(dtype=ti.i32, ndim=1),
     candidate_capacity: ti.i32,
     pair_stale: nd(dtype=ti.i32, ndim=2),
     counts: nd(dtype=ti.i32, ndim=1),
     cand: nd(dtype=ivec4, ndim=1),
+    keep_chunk_row: nd(dtype=ti.i32, ndim=1),
 ):
     """Turns the list over: the last pass's list (at cand_span[SPAN_START], cand_span[SPAN_KEPT]
     rows; pair_activity marks every pair stale when that list is incomplete) becomes the kept
-    one and this pass writes the other half of cand. Appends to it the kept rows of the pairs
-    that are not stale, in their order up to the interleaving of threads."""
-    last = cand_span[SPAN_START]
-    cand_span[SPAN_START] = candidate_capacity - last
-    n = ti.min(cand_span[SPAN_KEPT], candidate_capacity)
+    one and this pass writes the other half of cand. keep_chunk_row[k] = the row of the new
+    list where chunk k's kept rows (those of pairs that are not stale) go, keep_chunk_row[chunks]
+    and counts[C_CANDIDATES] = all kept rows (the searched pairs' rows are appended after
+    them)."""
+    cand_span[SPAN_START] = candidate_capacity - cand_span[SPAN_START]
+    last, n, chunks = kept_span(cand_span, candidate_capacity)
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for c in range(n):
-        key = cand[last + c]
-        if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
-            append_candidate(key, counts, cand, cand_span, candidate_capacity)
+    for k in range(chunks):
+        kept = 0
+        for c in range(k * KEEP_CHUNK, ti.min(n, (k + 1) * KEEP_CHUNK)):
+            key = cand[last + c]
+            kept += 1 - pair_stale[key[K_WORLD], key[K_PAIR]]
+        keep_chunk_row[k] = kept
+    ti.loop_config(serialize=True)
+    for _ in range(1):
+        total = 0
+        for k in range(chunks):
+            kept = keep_chunk_row[k]
+            keep_chunk_row[k] = total
+            total += kept
+        keep_chunk_row[chunks] = total
+        counts[C_CANDIDATES] = total
+
+
+@ti.kernel
+def keep_candidates(
+    cand_span: nd(dtype=ti.i32, ndim=1),
+    candidate_capacity: ti.i32,
+    pair_stale: nd(dtype=ti.i32, ndim=2),
+    cand: nd(dtype=ivec4, ndim=1),
+    keep_chunk_row: nd(dtype=ti.i32, ndim=1),
+):
+    """Copies the kept rows of the last pass's list to the head of this pass's, in their order
+    (count_kept placed each chunk's; a chunk with none is not read again)."""
+    last, n, chunks = kept_span(cand_span, candidate_capacity)
+    first = cand_span[SPAN_START]
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
+    for k in range(chunks):
+        row = first + keep_chunk_row[k]
+        end = ti.min(n, (k + 1) * KEEP_CHUNK) if keep_chunk_row[k + 1] > keep_chunk_row[k] else 0  # 0: none kept
+        for c in range(k * KEEP_CHUNK, end):
+            key = cand[last + c]
+            if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
+                cand[row] = key
+                row += 1
 
 
 @ti.kernel
