@@ -46,18 +46,25 @@ def scan_add(x: nd(dtype=ti.i32, ndim=1), block_sum: nd(dtype=ti.i32, ndim=1), n
         x[i] = scanned(x, block_sum, n, i)
 
 
+@ti.func
+def scan_in_place(x: ti.template(), n: ti.i32) -> ti.i32:
+    """x[0:n] -> its exclusive scan, x[n] = total, in the calling thread; returns the total."""
+    total = 0
+    for i in range(n):
+        v = x[i]
+        x[i] = total
+        total += v
+    x[n] = total
+    return total
+
+
 @ti.kernel
 def scan_serial(x: nd(dtype=ti.i32, ndim=1), n: ti.i32):
     """x[0:n] -> its exclusive scan in one thread, x[n] = total (n <= BLOCK: the work of one
     scan_blocks thread, without the two launches that join the blocks)."""
     ti.loop_config(serialize=True)
     for _ in range(1):
-        total = 0
-        for i in range(n):
-            v = x[i]
-            x[i] = total
-            total += v
-        x[n] = total
+        scan_in_place(x, n)
 
 
 def add_scan(plan, x: str, scratch: str, count: str, blocks: str, n: int) -> None:

@@ -61,6 +61,37 @@ def polygon_on_plane(normal, point, normals, offsets, scale):
     return point + np.outer(pts[:, 0], u) + np.outer(pts[:, 1], v)
 
 
+def tet_slice(x, f, normal):
+    """Where the linear function with values f (4,) at the tet's vertices x (4 x 3) is zero: the
+    crossings of its edges, counter-clockwise about `normal`; None below three."""
+    poly = [x[u] + f[u] / (f[u] - f[v]) * (x[v] - x[u]) for u in range(4) for v in range(u + 1, 4) if (f[u] > 0.0) != (f[v] > 0.0)]
+    if len(poly) < 3:
+        return None
+    t1 = np.cross(normal, [1.0, 0.0, 0.0] if abs(normal[0]) < 0.9 else [0.0, 1.0, 0.0])
+    t2 = np.cross(normal, t1)
+    rel = np.array(poly) - np.mean(poly, axis=0)
+    return np.array(poly)[np.argsort(np.arctan2(rel @ t2, rel @ t1))]
+
+
+def clipped_by_tet(poly, x, inset=0.0):
+    """The convex polygon poly clipped by the tet x's four half-spaces, each face moved inwards
+    by `inset` [m] (Sutherland-Hodgman); None once fewer than three vertices are left."""
+    normals, offsets = tet_halfspaces(x)
+    for n, d in zip(normals, offsets - inset):
+        s = poly @ n - d
+        kept = []
+        for m in range(len(poly)):
+            a, b, sa, sb = poly[m], poly[(m + 1) % len(poly)], s[m], s[(m + 1) % len(poly)]
+            if sa <= 0.0:
+                kept.append(a)
+            if (sa <= 0.0) != (sb <= 0.0):
+                kept.append(a + sa / (sa - sb) * (b - a))
+        if len(kept) < 3:
+            return None
+        poly = np.array(kept)
+    return poly
+
+
 def area_centroid(poly, normal):
     p0 = poly[0]
     total, weighted = 0.0, np.zeros(3)

@@ -12,7 +12,7 @@ from taichi_hydro.geometry.bvh import LEAF_SIZE, build_tree
 from taichi_hydro.types import C_CANDIDATES, G_BODY, G_ELEM_COUNT, G_KIND, G_POOL_START, P_GEOM_A, P_GEOM_B, P_TYPE, TETMESH, PairType
 
 from conftest import ball, scene
-from oracle import quat_matrix
+from oracle import clipped_by_tet, quat_matrix, tet_slice
 from test_oracle import q_axis
 
 FAR = np.array([50.0, -30.0, 20.0])  # m
@@ -147,35 +147,8 @@ def slice_meets_inside(host, ga, gb, pairs, x_a, x_b, inset):
     fa, _, grad_f = field_difference(host, ga, gb, pairs, x_a, x_b)
     out = np.zeros(len(pairs), dtype=bool)
     for e, (i, j) in enumerate(pairs):
-        xa, xb, f = x_a[i], x_b[j], fa[e]
-        poly = [xa[u] + f[u] / (f[u] - f[v]) * (xa[v] - xa[u])
-                for u in range(4) for v in range(u + 1, 4) if (f[u] > 0.0) != (f[v] > 0.0)]
-        if len(poly) < 3:
-            continue
-        poly = np.array(poly)
-        n = grad_f[e] / np.linalg.norm(grad_f[e])
-        t1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
-        t2 = np.cross(n, t1)
-        rel = poly - poly.mean(axis=0)
-        poly = poly[np.argsort(np.arctan2(rel @ t2, rel @ t1))]
-        for k in range(4):  # face k is opposite vertex k; keep n.x <= d - inset
-            face = xb[[m for m in range(4) if m != k]]
-            nk = np.cross(face[1] - face[0], face[2] - face[0])
-            nk /= np.linalg.norm(nk)
-            if nk @ (xb[k] - face[0]) > 0.0:
-                nk = -nk
-            s = poly @ nk - (nk @ face[0] - inset)
-            kept = []
-            for m in range(len(poly)):
-                a, b, sa, sb = poly[m], poly[(m + 1) % len(poly)], s[m], s[(m + 1) % len(poly)]
-                if sa <= 0.0:
-                    kept.append(a)
-                if (sa <= 0.0) != (sb <= 0.0):
-                    kept.append(a + sa / (sa - sb) * (b - a))
-            poly = np.array(kept).reshape(-1, 3)
-            if len(poly) < 3:
-                break
-        out[e] = len(poly) >= 3
+        poly = tet_slice(x_a[i], fa[e], grad_f[e] / np.linalg.norm(grad_f[e]))
+        out[e] = poly is not None and clipped_by_tet(poly, x_b[j], inset) is not None
     return out
 
 

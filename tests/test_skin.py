@@ -1,13 +1,14 @@
 """Temporal coherence of the broad phase ([collision] skin, taichi_hydro/collision/skin.py):
 candidate lists kept while a pair moves less than the skin must never lose a polygon.
 
-The checks: the motion bound of the rule against the float64 displacement of a mesh's
-vertices, and the broad phase's field test with a skin (a tet pair it drops has no polygon,
-float64, after any move of b by up to the skin) (tier 1); bodies driven along fast, turning paths that cross the skin now and then,
-each pose's polygons against a simulator without a skin, bit for bit, and against the float64
-oracle as a set (tier 3), also with pools that start too small and grow while lists are kept;
-the deterministic mode bit for bit with and without a skin, a batch against single worlds;
-the scene key's validation."""
+The checks: the motion bound of the rule against the float64 displacement of a mesh's vertices,
+and the broad phase's field test with a skin (a tet pair it drops has no polygon, float64,
+after any move of b by up to the skin) (tier 1); bodies driven along fast, turning paths that
+cross the skin now and then, each pose's polygons against a simulator without a skin, bit for
+bit, and against the float64 oracle as a set (tier 3), also with pools that start too small and
+grow while lists are kept; a change of modulus, which drops the kept lists; the deterministic
+mode bit for bit with and without a skin, a batch against single worlds; the scene key's
+validation."""
 
 from dataclasses import replace
 
@@ -23,7 +24,7 @@ from taichi_hydro.errors import SceneError
 from taichi_hydro.types import C_POLYGONS, P_TYPE, PairType
 
 from conftest import ball, scene
-from oracle import oracle_polygons, quat_matrix
+from oracle import area_centroid, clipped_by_tet, oracle_polygons, quat_matrix, tet_slice
 from test_deterministic import assert_bitwise_equal, final_state
 from test_oracle import CASES, q_axis
 from test_simulation import small_pile
@@ -105,31 +106,10 @@ def drop_pairs(tets: nd(dtype=ti.math.mat4, ndim=1), fields: nd(dtype=ti.math.ve
 def polygon_area(xa, ga, pa, xb, gb, pb):
     """Area [m^2] of the contact polygon of tets xa, xb (4 x 3) with fields p + g.x (float64):
     a's slice by the equal-pressure plane clipped by b's four faces."""
-    f = xa @ (ga - gb) + (pa - pb)
-    poly = [xa[u] + f[u] / (f[u] - f[v]) * (xa[v] - xa[u]) for u in range(4) for v in range(u + 1, 4) if (f[u] > 0) != (f[v] > 0)]
-    if len(poly) < 3:
-        return 0.0
     n = (gb - ga) / np.linalg.norm(gb - ga)
-    t1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
-    t1 /= np.linalg.norm(t1)
-    rel = np.array(poly) - np.mean(poly, axis=0)
-    poly = np.array(poly)[np.argsort(np.arctan2(rel @ np.cross(n, t1), rel @ t1))]
-    for k in range(4):
-        face = xb[[m for m in range(4) if m != k]]
-        nk = np.cross(face[1] - face[0], face[2] - face[0])
-        nk = -nk if nk @ (xb[k] - face[0]) > 0 else nk
-        s = poly @ nk - nk @ face[0]
-        kept = []
-        for m in range(len(poly)):
-            a, b, sa, sb = poly[m], poly[(m + 1) % len(poly)], s[m], s[(m + 1) % len(poly)]
-            if sa <= 0:
-                kept.append(a)
-            if (sa <= 0) != (sb <= 0):
-                kept.append(a + sa / (sa - sb) * (b - a))
-        if len(kept) < 3:
-            return 0.0
-        poly = np.array(kept)
-    return 0.5 * abs(sum(np.cross(poly[m] - poly[0], poly[m + 1] - poly[0]) @ n for m in range(1, len(poly) - 1)))
+    poly = tet_slice(xa, xa @ (ga - gb) + (pa - pb), n)
+    poly = None if poly is None else clipped_by_tet(poly, xb)
+    return 0.0 if poly is None else abs(area_centroid(poly, n)[0])
 
 
 def test_field_test_with_a_skin_holds_for_every_move_within_it(arch):

@@ -494,7 +494,9 @@ def find_candidates(
                                             b0, b1, b2, b3 = x0 - origin, x1 - origin, x2 - origin, x3 - origin
                                             grad_b = Rb @ (s_b * tet_grad_G[ib])
                                             p_b = (s_b * tet_p[ib])[0] - grad_b.dot(b0)
-                                            keep = 1 - clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b, p_b, skin)
+                                            no_polygon = clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b,
+                                                                            p_b, skin)
+                                            keep = 1 - no_polygon
                                         if keep == 1:
                                             append_candidate(ivec4(w, p, la, lb), counts, cand, cand_span, candidate_capacity)
                                 node += 1

@@ -266,12 +266,17 @@ def polygon_clearly_outside(poly: Poly, count: ti.i32, planes: Planes, r: float)
     out = 0
     for k in ti.static(range(4)):
         n, d = vec3(planes[k, 0], planes[k, 1], planes[k, 2]), planes[k, 3]
-        least = ti.math.inf
-        for i in range(count):
-            least = ti.min(least, n.dot(row(poly, i)) - d)
-        if least > SLICE_MARGIN * (r + ti.abs(d)):
+        if lowest_height(poly, count, n, d, ti.math.inf) > SLICE_MARGIN * (r + ti.abs(d)):
             out = 1
     return out
+
+
+@ti.func
+def lowest_height(poly: Poly, count: ti.i32, n: vec3, d: float, least: float) -> float:
+    """The least of `least` and n.x - d over the polygon's vertices x [m]."""
+    for i in range(count):
+        least = ti.min(least, n.dot(row(poly, i)) - d)
+    return least
 
 
 @ti.func
@@ -301,11 +306,7 @@ def slab_clearly_outside(a0: vec3, a1: vec3, a2: vec3, a3: vec3, n: vec3, d: flo
     out = 0
     for k in ti.static(range(4)):
         nk, dk = vec3(planes[k, 0], planes[k, 1], planes[k, 2]), planes[k, 3]
-        least = ti.math.inf
-        for i in range(n_hi):
-            least = ti.min(least, nk.dot(row(hi, i)) - dk)
-        for i in range(n_lo):
-            least = ti.min(least, nk.dot(row(lo, i)) - dk)
+        least = lowest_height(lo, n_lo, nk, dk, lowest_height(hi, n_hi, nk, dk, ti.math.inf))
         for x in ti.static([a0, a1, a2, a3]):
             if ti.abs(n.dot(x) - d) <= half:
                 least = ti.min(least, nk.dot(x) - dk)

@@ -18,14 +18,15 @@ sin(theta / 2) exactly, without the ill-conditioned acos). No point of M moves b
 delta relative to F, so two elements farther apart than s at the search are still apart by
 more than s - delta >= 0 now: they do not intersect and have no polygon. The list is a superset
 of the element pairs that intersect, and clipping (every step) decides exactly which do: the
-polygons are those of a fresh search. The search also leaves out the tet-tet pairs that have
-no polygon in any pose within the rule (clip.clearly_no_polygon with the skin: M's field moves
-by at most |grad p_M| s at a point of F); that test reads the pressure scales, so a change of
-modulus (Simulator.set_parameters) drops every kept list (Collision.forget_lists). rounding = TREE_SLACK (|c_F| + r_M) covers float32
-rounding of delta. F is geometry a of a mesh-mesh pair and M geometry b; for a planar pair F is
-the half-space and M the mesh (a plane has no bounding ball). The bound depends only on the
-relative pose, not on how the bodies got there: poses written from the host (set_state, reset)
-or a chunk replayed after a pool overflow keep a list valid when the rule holds.
+polygons are those of a fresh search. rounding = TREE_SLACK (|c_F| + r_M) covers float32
+rounding of delta. The search also leaves out the tet-tet pairs that have no polygon in any
+pose within the rule (clip.clearly_no_polygon with the skin: M's field moves by at most
+|grad p_M| s at a point of F); that test reads the pressure scales, so a change of modulus
+(Simulator.set_parameters) drops every kept list (Collision.forget_lists). F is geometry a of a
+mesh-mesh pair and M geometry b; for a planar pair F is the half-space and M the mesh (a plane
+has no bounding ball). The bound depends only on the relative pose, not on how the bodies got
+there: poses written from the host (set_state, reset) or a chunk replayed after a pool overflow
+keep a list valid when the rule holds.
 
 A pair is searched again (stale) when the rule fails, when its reference is invalid (first
 step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
@@ -51,6 +52,7 @@ import taichi as ti
 from .. import backend
 
 from ..math3d import quat_mul
+from ..scan import scan_in_place
 from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, vec4
 from .candidates import SPAN_KEPT, SPAN_START
 
@@ -127,13 +129,7 @@ def count_kept(
         keep_chunk_row[k] = kept
     ti.loop_config(serialize=True)
     for _ in range(1):
-        total = 0
-        for k in range(chunks):
-            kept = keep_chunk_row[k]
-            keep_chunk_row[k] = total
-            total += kept
-        keep_chunk_row[chunks] = total
-        counts[C_CANDIDATES] = total
+        counts[C_CANDIDATES] = scan_in_place(keep_chunk_row, chunks)
 
 
 @ti.kernel
