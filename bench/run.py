@@ -87,7 +87,7 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
 
 def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
                     deterministic: bool = False, method: str | None = None, linear: str | None = None,
-                    cpu_threads: int | None = None, presweeps: int | None = None) -> None:
+                    cpu_threads: int | None = None, presweeps: int | None = None, skin: float | None = None) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     A case with settle steps starts from its saved state (bench/states/<case>.npz, made once
@@ -108,7 +108,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     schedule's), linear how method newton solves its step ("auto", "cholesky", "cg"; the row's
     linear_solver says which ran, linear_iterations_mean_p95_max its CG iterations per
     world-step), cpu_threads the cpu backend's threads (None: one per core; 1 serialises the
-    loops, backend.SERIAL_LOOPS). deterministic: time each
+    loops, backend.SERIAL_LOOPS), skin the scene's [collision] skin [m] (the row's skin_m says
+    which ran). deterministic: time each
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     from taichi_hydro.memory import device_bytes
 
@@ -119,7 +120,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
         modes = [False, True] if deterministic else [False]
         for worlds, det in [(w, m) for w in ([only_worlds] if only_worlds else _worlds(case, quick)) for m in modes]:
             steps = min(case.timed_steps(worlds), 20) if quick else case.timed_steps(worlds)
-            scene = timed_scene(case, det, schedule, method, linear, presweeps)
+            scene = timed_scene(case, det, schedule, method, linear, presweeps, skin)
             start = states.start_state(case, worlds) if case.settle else None
             sim = th.Simulator(scene, worlds=worlds)
             t0 = time.perf_counter()
@@ -168,6 +169,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "solver": f"{sim.method}/{sim.schedule}",
                 **({"presweeps": sim.options.presweeps} if sim.method == "newton" else {}),
                 "cpu_threads": cpu_threads,
+                "skin_m": sim.scene.collision_skin,
                 "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),
                 "device_bytes_per_world": device_bytes(sim) / worlds,
@@ -177,12 +179,13 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
 
 
 def timed_scene(case, deterministic: bool = False, schedule: str | None = None, method: str | None = None,
-                linear: str | None = None, presweeps: int | None = None):
-    """The case's scene with the solver settings a dynamics run overrides (None: the scene's)."""
+                linear: str | None = None, presweeps: int | None = None, skin: float | None = None):
+    """The case's scene with the solver settings and the collision skin [m] a dynamics run
+    overrides (None: the scene's)."""
     scene = case.scene()
     given = {"schedule": schedule, "method": method, "linear": linear, "presweeps": presweeps}
     solver = dataclasses.replace(scene.solver, deterministic=deterministic, **{k: v for k, v in given.items() if v is not None})
-    return dataclasses.replace(scene, solver=solver)
+    return dataclasses.replace(scene, solver=solver, collision_skin=scene.collision_skin if skin is None else skin)
 
 
 def _probe(sim, probe, p_start: np.ndarray) -> dict:
@@ -458,6 +461,7 @@ def main(argv=None) -> int:
                    help="dynamics: how method newton solves its step (default: the scene's, auto)")
     p.add_argument("--presweeps", type=int, help="dynamics: [solver] presweeps (method newton's Gauss-Seidel sweeps "
                    "before its iterations; default: the scene's)")
+    p.add_argument("--skin", type=float, help="dynamics: [collision] skin [m] (default: the scene's)")
     p.add_argument("--deterministic", action="store_true",
                    help="dynamics: time every point in the default and in the deterministic mode (cost of the mode)")
     p.add_argument("--drake-processes", type=int, default=1,
@@ -498,7 +502,7 @@ def main(argv=None) -> int:
                 contact_worker(args.arch, names, args.quick, args.cpu_threads)
             else:
                 dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method,
-                                args.linear, args.cpu_threads, args.presweeps)
+                                args.linear, args.cpu_threads, args.presweeps, args.skin)
         except th.HydroError as exc:  # one line for the parent to show
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -525,6 +529,8 @@ def main(argv=None) -> int:
                 cmd += ["--linear", args.linear]
             if args.presweeps is not None:
                 cmd += ["--presweeps", str(args.presweeps)]
+            if args.skin is not None:
+                cmd += ["--skin", repr(args.skin)]
             if args.deterministic:
                 cmd.append("--deterministic")
             if args.cpu_threads is not None:
