@@ -97,13 +97,16 @@ class Collision:
         self.caps = caps
         self.cand = ti.ndarray(ivec4, caps.candidates * (2 if self.skin > 0.0 else 1))
         self.keep_chunk_row = ti.ndarray(ti.i32, skin_rule.chunk_slots(caps.candidates) if self.skin > 0.0 else 1)
-        self.forget_lists()
+        span = np.zeros(SPAN_SLOTS, dtype=np.int32)
+        span[SPAN_KEPT] = -1  # nothing kept: the next pass searches every pair
+        hostcopy.from_numpy(self.cand_span, span)
         self.pool = PolygonPool(caps.polygons)
 
     def forget_lists(self) -> None:
-        """Keep no candidate list: the next pass searches every pair (after a reallocation,
-        or a change of the pressure scales that the kept lists were filtered with)."""
-        span = np.zeros(SPAN_SLOTS, dtype=np.int32)
+        """Keep no candidate list: the next pass searches every pair (after a change of the
+        pressure scales that the kept lists were filtered with). The last list stays where
+        it is (candidates())."""
+        span = hostcopy.to_numpy(self.cand_span).astype(np.int32)
         span[SPAN_KEPT] = -1
         hostcopy.from_numpy(self.cand_span, span)
 
