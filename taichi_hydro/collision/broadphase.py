@@ -320,13 +320,18 @@ def geometry_regions(
 
 
 @ti.func
+def points_box(x: ti.template()):
+    """(lo, hi) [m] of the four points x (a tet's vertices, tet_local's tuple)."""
+    return ti.min(x[0], x[1], x[2], x[3]), ti.max(x[0], x[1], x[2], x[3])
+
+
+@ti.func
 def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G: ti.template(), R: mat3, p: vec3) -> box3:
     """World box of tet or triangle `idx` of the pools under pose (R, p)."""
     lo = vec3(BIG)
     hi = vec3(-BIG)
     if geom_kind == TETMESH:
-        x0, x1, x2, x3 = tet_local(tet_X_G[idx], R, p)
-        lo, hi = ti.min(x0, x1, x2, x3), ti.max(x0, x1, x2, x3)
+        lo, hi = points_box(tet_local(tet_X_G[idx], R, p))
     else:
         X = tri_X_G[idx]
         for v in ti.static(range(3)):
@@ -485,7 +490,8 @@ def find_candidates(
                                         box_b = empty_box()
                                         if tets:  # b's vertices in the world frame once, for its box and the plane test
                                             x0, x1, x2, x3 = tet_local(tet_X_G[ib], Rb, pb)
-                                            box_b = make_box(ti.min(x0, x1, x2, x3), ti.max(x0, x1, x2, x3))
+                                            lo, hi = points_box((x0, x1, x2, x3))
+                                            box_b = make_box(lo, hi)
                                         else:
                                             box_b = element_box(gib[G_KIND], ib, tet_X_G, tri_X_G, Rb, pb)
                                         keep = boxes_meet(box_a, box_b)

@@ -7,7 +7,7 @@ Layout. `cand` holds `candidate_capacity` rows per list: one list without a skin
 (collision.skin), the list this pass writes and the one the last pass wrote, from which it keeps
 the rows of the pairs that did not move. cand_span[SPAN_START] is the first row of the list the
 pass writes (0 or candidate_capacity); with a skin the next pass writes the other half
-(skin.count_kept turns it over first), so the two lists swap roles and a kept list is
+(skin.keep_candidates turns it over first), so the two lists swap roles and a kept list is
 never copied. cand_span[SPAN_KEPT] is the number of rows the last pass appended, as counted
 (above the capacity when it overflowed; -1: no complete list, after an allocation).
 

@@ -32,7 +32,7 @@ A pair is searched again (stale) when the rule fails, when its reference is inva
 step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
 pool overflowed in the last pass, or was reallocated: no kept count). Stale pairs are
 searched with the inflated boxes; the candidates of the other pairs are copied from the last
-pass's list first (count_kept, keep_candidates), and the new list's length is recorded for the
+pass's list first (keep_candidates), and the new list's length is recorded for the
 next pass (save_candidates). The two lists are the two halves of one array that swap roles every
 pass (collision.candidates): keeping a list costs one read and one write per row.
 
@@ -85,8 +85,8 @@ def moved(ref: pair_reference, c_F: vec3, q_FM: vec4, radius: float) -> float:
 
 
 KEEP_CHUNK = 1024
-"""Rows of the last list per thread of count_kept and keep_candidates (and per item of their
-prefix sum, which one thread runs)."""
+"""Rows of the last list per thread of keep_candidates (and per item of its prefix sum, which
+one thread runs)."""
 
 
 def chunk_slots(capacity: int) -> int:
@@ -94,17 +94,8 @@ def chunk_slots(capacity: int) -> int:
     return (capacity + KEEP_CHUNK - 1) // KEEP_CHUNK + 1
 
 
-@ti.func
-def kept_span(cand_span: ti.template(), capacity: ti.i32):
-    """(first row of the last pass's list, its stored rows, its chunks), once this pass's list
-    is the other half (count_kept turned it over)."""
-    last = capacity - cand_span[SPAN_START]
-    n = ti.min(cand_span[SPAN_KEPT], capacity)  # -1: nothing kept
-    return last, n, (n + KEEP_CHUNK - 1) // KEEP_CHUNK
-
-
 @ti.kernel
-def count_kept(
+def keep_candidates(
     cand_span: nd(dtype=ti.i32, ndim=1),
     candidate_capacity: ti.i32,
     pair_stale: nd(dtype=ti.i32, ndim=2),
@@ -114,12 +105,17 @@ def count_kept(
 ):
     """Turns the list over: the last pass's list (at cand_span[SPAN_START], cand_span[SPAN_KEPT]
     rows; pair_activity marks every pair stale when that list is incomplete) becomes the kept
-    one and this pass writes the other half of cand. keep_chunk_row[k] = the row of the new
-    list where chunk k's kept rows (those of pairs that are not stale) go, keep_chunk_row[chunks]
-    and counts[C_CANDIDATES] = all kept rows (the searched pairs' rows are appended after
-    them)."""
-    cand_span[SPAN_START] = candidate_capacity - cand_span[SPAN_START]
-    last, n, chunks = kept_span(cand_span, candidate_capacity)
+    one and this pass writes the other half of cand, starting with the kept rows (those of
+    pairs that are not stale) in their order; counts[C_CANDIDATES] = their number (the searched
+    pairs' rows are appended after them). Three loops, run one after the other: the kept rows
+    per chunk of KEEP_CHUNK, each chunk's first row in the new list (keep_chunk_row, a prefix
+    sum in one thread; keep_chunk_row[chunks] = all), the copy (a chunk with none is not read
+    again)."""
+    last = cand_span[SPAN_START]
+    first = candidate_capacity - last
+    cand_span[SPAN_START] = first
+    n = ti.min(cand_span[SPAN_KEPT], candidate_capacity)  # -1: nothing kept
+    chunks = (n + KEEP_CHUNK - 1) // KEEP_CHUNK
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for k in range(chunks):
         kept = 0
@@ -130,20 +126,6 @@ def count_kept(
     ti.loop_config(serialize=True)
     for _ in range(1):
         counts[C_CANDIDATES] = scan_in_place(keep_chunk_row, chunks)
-
-
-@ti.kernel
-def keep_candidates(
-    cand_span: nd(dtype=ti.i32, ndim=1),
-    candidate_capacity: ti.i32,
-    pair_stale: nd(dtype=ti.i32, ndim=2),
-    cand: nd(dtype=ivec4, ndim=1),
-    keep_chunk_row: nd(dtype=ti.i32, ndim=1),
-):
-    """Copies the kept rows of the last pass's list to the head of this pass's, in their order
-    (count_kept placed each chunk's; a chunk with none is not read again)."""
-    last, n, chunks = kept_span(cand_span, candidate_capacity)
-    first = cand_span[SPAN_START]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for k in range(chunks):
         row = first + keep_chunk_row[k]
