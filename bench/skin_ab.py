@@ -21,7 +21,7 @@ from . import cases as registry
 from . import states
 
 COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "keep_candidates", "geometry_regions", "find_candidates",
-           "find_planar", "clip_candidates", "save_candidates")
+           "find_planar", "clip_candidates")
 
 
 def main(argv=None) -> int:

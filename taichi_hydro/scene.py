@@ -305,6 +305,13 @@ class Joint:
         return [f"{self.name}[{k}]" for k in range(self.dofs)]
 
 
+SKIN = 1e-4
+"""Default [collision] skin [m] (collision.skin): a pair whose bodies move less than 0.1 mm in
+four steps (2.5 cm/s at dt = 1 ms) keeps its candidate list across steps; faster pairs are
+searched every step, as with 0. Chosen from bench/skin_ab.py and bench.run (README, "Each
+pair's own skin"): on resting contact it removes most of the candidate search, on moving
+scenes it leaves the work as without a skin."""
+
 RIGID_MODULUS = 1e12
 """Default [sim] rigid_modulus [Pa]: the modulus of the compliant twin a rigid geometry gets in
 a pair with another rigid geometry (geometry.twin). Chosen from bench/rigid_modulus.py (README,
@@ -346,7 +353,7 @@ class Scene:
     names); their bodies and joints are in `bodies` and `joints`."""
     rigid_modulus: float = RIGID_MODULUS
     view: ViewSettings = field(default_factory=ViewSettings)
-    collision_skin: float = 0.0
+    collision_skin: float = SKIN
     """[collision] skin [m]: candidate lists kept while a pair moves less than this
     (collision.skin); 0 searches every pair every step."""
 
@@ -719,7 +726,7 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
         raise st.error("method", f"the scene has joints, which only method \"newton\" solves (got {solver.method!r}; "
                                  "\"auto\" picks newton for scenes with joints)")
     ct = _Table(top.raw("collision", {}), "[collision]", source)
-    skin = ct.number("skin", 0.0, nonneg=True)
+    skin = ct.number("skin", SKIN, nonneg=True)
     ct.finish()
     vt = _Table(top.raw("view", {}), "[view]", source)
     view = ViewSettings(camera_position=vt.vector("camera_position", 3), camera_target=vt.vector("camera_target", 3))

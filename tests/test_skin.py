@@ -229,7 +229,7 @@ def test_kept_lists_miss_no_polygon(arch, tol, case, tiny):
     tiny pools (one row each) the pools overflow when contact starts, mid-run, while other
     pairs' lists are kept, and grow."""
     bodies = CASES[case]
-    plain = th.Simulator(scene(bodies))
+    plain = th.Simulator(replace(scene(bodies), collision_skin=0.0))
     caps = Capacities(1, 1) if tiny else None
     sim = th.Simulator(th.scene_from_dict({"body": bodies, "collision": {"skin": SKIN}}, source="<test>"), capacities=caps)
     name, axis = DRIVEN[case]
@@ -272,6 +272,41 @@ def test_kept_lists_miss_no_polygon(arch, tol, case, tiny):
         assert sim.collision.growths > 0
 
 
+@pytest.mark.parametrize("case", ["tet-tet", "tet-plane"])
+def test_a_pair_faster_than_the_skin_allows_is_searched_without_it(arch, case):
+    """skin.search_skin, at one pose: the driven body given a speed of 1.1 v*, v* = s /
+    (SKIN_STEPS dt) (its list would be kept for fewer than SKIN_STEPS steps), is searched without
+    the skin: its candidates are, as a set, those of a simulator without a skin, and it is
+    searched again at the next pass; at 0.9 v* it is searched with the skin (more candidates)
+    and kept at the next pass, also after its speed goes back up (the choice is made at a
+    search). Polygons bit for bit those without a skin throughout."""
+    bodies = CASES[case]
+    plain = th.Simulator(replace(scene(bodies), collision_skin=0.0))
+    sim = th.Simulator(th.scene_from_dict({"body": bodies, "collision": {"skin": SKIN}}, source="<test>"))
+    b = sim.scene.body_index(DRIVEN[case][0])
+    v_star = SKIN / (skin_rule.SKIN_STEPS * sim.dt)
+    direction = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    rows = {}
+    for factor, stale, skin in [(1.1, 1, 0.0), (1.1, 1, 0.0), (0.9, 1, SKIN), (0.9, 0, SKIN), (1.1, 0, SKIN)]:
+        velocity = sim.get_state()["velocity"]
+        velocity[0, b] = factor * v_star * direction
+        sim.set_state(velocity=velocity)
+        want, got = polygons(plain), polygons(sim)
+        assert len(want["poly_i"]) > 0
+        for k in want:
+            assert np.array_equal(want[k], got[k]), f"{factor} v*: {k} differs with the skin"
+        active = np.flatnonzero(sim.collision.pair_active.to_numpy()[0] == 1)
+        assert len(active) == 1
+        p = active[0]
+        assert sim.collision.pair_stale.to_numpy()[0, p] == stale, f"{factor} v*: pair stale should be {stale}"
+        assert sim.collision.pair_ref.to_numpy()[0, p, 7] == np.float32(skin), f"{factor} v*: the pair's skin should be {skin}"
+        rows[skin] = {tuple(r) for r in sim.collision.candidates()}
+    assert rows[0.0] == {tuple(r) for r in plain.collision.candidates()}
+    # (Not a superset: the field test with a skin is another test, which drops some pairs the
+    # tight one keeps; clip.clearly_no_polygon.)
+    assert len(rows[SKIN]) > len(rows[0.0]), f"the skin's search lists {len(rows[SKIN])} candidates, a tight one {len(rows[0.0])}"
+
+
 def test_a_change_of_modulus_searches_every_pair_again(arch):
     """The skin's lists were filtered with the pressure fields of their search, so a change
     of modulus (set_parameters) makes the next pass search every pair: two balls 1 cm deep
@@ -280,7 +315,7 @@ def test_a_change_of_modulus_searches_every_pair_again(arch):
     in the pass after each change, kept in the one after that."""
     bodies = [ball("a", radius=0.05, z=0.0, resolution=0.006), ball("b", radius=0.04, z=0.08, resolution=0.006, modulus=3e5,
                                                                     position=[0.01, -0.005, 0.08])]
-    plain = th.Simulator(scene(bodies))
+    plain = th.Simulator(replace(scene(bodies), collision_skin=0.0))
     sim = th.Simulator(th.scene_from_dict({"body": bodies, "collision": {"skin": 1e-4}}, source="<test>"))
     base = sim.parameters()["modulus"]
     soft = base.copy()
@@ -303,11 +338,13 @@ def test_a_change_of_modulus_searches_every_pair_again(arch):
 def test_deterministic_mode_is_bitwise_the_same_with_a_skin_and_in_a_batch(arch):
     """Deterministic mode orders rows by (pair, element a, element b), so a list's order does
     not matter: 3 worlds of the falling pile (own initial velocities) stepped 60 steps with a 1
-    mm skin equal, bit for bit, each world run alone without a skin. Some lists were kept in
-    the last step (the rule is exercised), while the pile's spheres meet (contacts > 0)."""
+    cm skin equal, bit for bit, each world run alone without a skin. Some lists were kept in
+    the last step (the rule is exercised: the spheres fall at up to ~1 m/s, and a pair keeps
+    a list only when it would for skin.SKIN_STEPS steps of 2 ms), while the pile's spheres
+    meet (contacts > 0)."""
     steps, W = 60, 3
     solver = {"deterministic": True}
-    skinned = replace(small_pile(solver=solver), collision_skin=1e-3)
+    skinned = replace(small_pile(solver=solver), collision_skin=1e-2)
     batch = th.Simulator(skinned, worlds=W)
     state = batch.get_state()
     state["velocity"][:, 1:] += np.random.default_rng(7).normal(0, 0.3, size=(W, 4, 3))
@@ -317,7 +354,7 @@ def test_deterministic_mode_is_bitwise_the_same_with_a_skin_and_in_a_batch(arch)
     active, stale = batch.collision.pair_active.to_numpy(), batch.collision.pair_stale.to_numpy()
     assert np.any((active == 1) & (stale == 0)), "no list was kept"
     for w in range(W):
-        single = th.Simulator(small_pile(solver=solver))
+        single = th.Simulator(replace(small_pile(solver=solver), collision_skin=0.0))
         s = single.get_state()
         s["velocity"][0] = state["velocity"][w]
         single.set_state(velocity=s["velocity"])
@@ -328,7 +365,7 @@ def test_deterministic_mode_is_bitwise_the_same_with_a_skin_and_in_a_batch(arch)
 @pytest.mark.parametrize("value, fragment", [(-1e-3, "skin"), (float("nan"), "skin"), ("1mm", "skin")])
 def test_skin_key_is_validated(arch, value, fragment):
     """[collision] skin: a length >= 0 [m]; anything else is a SceneError naming the key,
-    the table and the source; an unknown key in [collision] too; 0 is the default."""
+    the table and the source; an unknown key in [collision] too; 1e-4 m is the default."""
     if arch != "cpu":
         pytest.skip("host-side scene validation only")
     body = [{"name": "ball", "mass": 1.0, "shape": {"type": "sphere", "radius": 0.1}}]
@@ -336,5 +373,5 @@ def test_skin_key_is_validated(arch, value, fragment):
         th.scene_from_dict({"body": body, "collision": {"skin": value}}, source="<t>")
     with pytest.raises(SceneError, match=r"<t>.*\[collision\].*skn"):
         th.scene_from_dict({"body": body, "collision": {"skn": 1e-3}}, source="<t>")
-    assert th.scene_from_dict({"body": body}, source="<t>").collision_skin == 0.0
+    assert th.scene_from_dict({"body": body}, source="<t>").collision_skin == th.scene.SKIN == 1e-4
     assert th.scene_from_dict({"body": body, "collision": {"skin": 2e-3}}, source="<t>").collision_skin == 2e-3

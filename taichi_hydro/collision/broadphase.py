@@ -175,6 +175,9 @@ def pair_activity(
     world_status: nd(dtype=ti.i32, ndim=1),
     body_p: nd(dtype=vec3, ndim=2),
     body_q: nd(dtype=vec4, ndim=2),
+    body_v: nd(dtype=vec3, ndim=2),
+    body_w: nd(dtype=vec3, ndim=2),
+    dt: float,
     geom_i: nd(dtype=ivec8, ndim=1),
     geom_box_G: nd(dtype=box3, ndim=1),
     geom_ball_G: nd(dtype=vec4, ndim=1),
@@ -189,15 +192,17 @@ def pair_activity(
     pair_box: nd(dtype=box3, ndim=2),
     pair_plane: nd(dtype=plane_record, ndim=2),
 ):
-    """Reads poses and geometry boxes. Writes pair_active[w, p] (1 when the geometries' boxes,
-    geometry a's inflated by the skin [m], overlap, or the mesh box reaches within the skin of
-    a half-space; 0 in a diverged world), pair_box[w, p], the box intersection of a mesh-mesh
-    pair, and pair_plane[w, p] of an active planar pair: the half-space's plane in the frame
-    of the mesh's body M, n_M . x = d (n_M unit, d [m]), and |p_WM| [m] (the scale of the
-    rounding of d), for find_planar. pair_stale[w, p] = 1 when the pair's candidates must be
-    searched this pass (always without a skin; with one, by the rule of collision.skin, which
-    also updates pair_ref, the pose at the last search), pair_search = pair_active and
-    pair_stale. A pair with a non-finite pose (as a write through a state view can leave) is
+    """Reads poses, velocities and geometry boxes. Writes pair_active[w, p] (1 when the
+    geometries' boxes, geometry a's inflated by the pair's skin [m], overlap, or the mesh box
+    reaches within the pair's skin of a half-space; 0 in a diverged world), pair_box[w, p],
+    the box intersection of a mesh-mesh pair, and pair_plane[w, p] of an active planar pair:
+    the half-space's plane in the frame of the mesh's body M, n_M . x = d (n_M unit, d [m]),
+    and |p_WM| [m] (the scale of the rounding of d), for find_planar. pair_stale[w, p] = 1
+    when the pair's candidates must be searched this pass (always without a skin; with one, by
+    the rule of collision.skin, which also updates pair_ref: the pose at the last search and
+    the pair's skin, `skin` or 0 by skin.search_skin from the bodies' velocities and dt [s]),
+    pair_search = pair_active and pair_stale. The pair's skin is 0 without a skin, that of
+    its kept list when kept. A pair with a non-finite pose (as a write through a state view can leave) is
     inactive and marks its world diverged, so no later stage of the step works on that
     world."""
     W = body_p.shape[0]
@@ -213,6 +218,7 @@ def pair_activity(
         stale = 1
         inter = empty_box()
         ba, bb = geom_i[ga][G_BODY], geom_i[gb][G_BODY]
+        pair_skin = 0.0
         if world_status[w] != 0 or finite_pose(body_p[w, ba], body_q[w, ba]) == 0 or finite_pose(body_p[w, bb], body_q[w, bb]) == 0:
             if world_status[w] == 0:
                 ti.atomic_max(world_status[w], FROZEN_POSE)
@@ -232,17 +238,21 @@ def pair_activity(
                 ball = geom_ball_G[m]
                 c_F, q_FM = skin_rule.relative_pose(ball, body_p[w, bf], body_q[w, bf], Rf, body_p[w, bm], body_q[w, bm], Rm)
                 ref = pair_ref[w, p]
-                if kept_whole == 1 and ref[7] == 1.0:
+                if kept_whole == 1 and ref[7] > 0.0:
                     delta = skin_rule.moved(ref, c_F, q_FM, ball[3])
-                    if delta + TREE_SLACK * (c_F.norm() + ball[3]) <= skin:
+                    if delta + TREE_SLACK * (c_F.norm() + ball[3]) <= ref[7]:
                         stale = 0
+                        pair_skin = ref[7]
                 if stale == 1:
-                    pair_ref[w, p] = skin_rule.pair_reference(c_F[0], c_F[1], c_F[2], q_FM[0], q_FM[1], q_FM[2], q_FM[3], 1.0)
+                    rate = skin_rule.motion_rate(ball, Rm, body_p[w, bf], body_v[w, bf], body_w[w, bf], body_p[w, bm], body_v[w, bm],
+                                                 body_w[w, bm])
+                    pair_skin = skin_rule.search_skin(skin, rate, dt)
+                    pair_ref[w, p] = skin_rule.pair_reference(c_F[0], c_F[1], c_F[2], q_FM[0], q_FM[1], q_FM[2], q_FM[3], pair_skin)
             if t == PairType.TET_TET or t == PairType.TET_TRI:
-                box_a = inflated(geometry_box(geom_box_G[ga], geom_ball_G[ga], Ra, body_p[w, ba]), skin)
+                box_a = inflated(geometry_box(geom_box_G[ga], geom_ball_G[ga], Ra, body_p[w, ba]), pair_skin)
                 box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], Rb, body_p[w, bb])
                 ball_a, ball_b = geom_ball_G[ga], geom_ball_G[gb]
-                lens = lens_box(Ra @ vec3(ball_a[0], ball_a[1], ball_a[2]) + body_p[w, ba], ball_a[3] + skin,
+                lens = lens_box(Ra @ vec3(ball_a[0], ball_a[1], ball_a[2]) + body_p[w, ba], ball_a[3] + pair_skin,
                                 Rb @ vec3(ball_b[0], ball_b[1], ball_b[2]) + body_p[w, bb], ball_b[3])
                 inter = intersect(intersect(box_a, box_b), lens)
                 active = box_valid(inter)
@@ -260,7 +270,7 @@ def pair_activity(
                 lowest = 0.0
                 for k in ti.static(range(3)):
                     lowest += ti.min(n[k] * box_m[0, k], n[k] * box_m[1, k])
-                if lowest - n.dot(body_p[w, bh]) <= skin:
+                if lowest - n.dot(body_p[w, bh]) <= pair_skin:
                     active = 1
                     n_M = Rm.transpose() @ n
                     pair_plane[w, p] = plane_record(n_M[0], n_M[1], n_M[2], n.dot(body_p[w, bh] - pm), pm.norm())
@@ -342,14 +352,11 @@ def element_box(geom_kind: ti.i32, idx: ti.i32, tet_X_G: ti.template(), tri_X_G:
 
 
 @ti.func
-def clamped_box(w: ti.i32, g: ti.i32, e: ti.i32, gi: ivec8, R: mat3, p: vec3, skin: float, tet_X_G: ti.template(),
-                tri_X_G: ti.template(), geom_region: ti.template(), geom_region_n: ti.template()) -> box3:
-    """World box of element e (index within geometry g's mesh, gi = geom_i[g], (R, p) the pose
-    of g's body), inflated by the skin [m], clamped to g's region in world w: the hull of its overlaps with the region's
-    boxes (slot 0 alone, the union, when the region has more than REGION_BOXES); empty
-    (invalid) when it meets none. Elements of a pair can only meet inside the pair's box, so
-    inside the clamped box."""
-    elem = inflated(element_box(gi[G_KIND], gi[G_POOL_START] + e, tet_X_G, tri_X_G, R, p), skin)
+def clamped_box(w: ti.i32, g: ti.i32, elem: box3, geom_region: ti.template(), geom_region_n: ti.template()) -> box3:
+    """The world box `elem` of an element of geometry g [m] clamped to g's region in world w:
+    the hull of its overlaps with the region's boxes (slot 0 alone, the union, when the
+    region has more than REGION_BOXES); empty (invalid) when it meets none. Elements of a pair
+    can only meet inside the pair's box, so inside the clamped box."""
     n_region = geom_region_n[w, g]
     box = empty_box()
     n_box = n_region if n_region <= geom_region.shape[2] else 1
@@ -358,8 +365,6 @@ def clamped_box(w: ti.i32, g: ti.i32, e: ti.i32, gi: ivec8, R: mat3, p: vec3, sk
         if box_valid(part) == 1:
             box = union(box, part)
     return box
-
-
 
 
 @ti.func
@@ -397,6 +402,7 @@ def find_candidates(
     pair_i: nd(dtype=ivec8, ndim=1),
     pair_search: nd(dtype=ti.i32, ndim=2),
     skin: float,
+    pair_ref: nd(dtype=skin_rule.pair_reference, ndim=2),
     geom_ball_G: nd(dtype=vec4, ndim=1),
     bvh_box_G: nd(dtype=box3, ndim=1),
     bvh_node: nd(dtype=ivec4, ndim=1),
@@ -409,7 +415,8 @@ def find_candidates(
 ):
     """Appends the candidates of the mesh-mesh pairs to search (pair_search), each once (found
     from a's side only): (world, pair, element of a, element of b) where b's element box meets
-    a's element box inflated by the skin [m] and clamped to a's region, both in the world
+    a's element box inflated by the pair's skin [m] (pair_ref: `skin` or 0, see pair_activity)
+    and clamped to a's region, both in the world
     frame, b's elements found through its tree (their boxes in b's mesh frame against the
     clamped box taken into that frame), unless a's box misses b's bounding ball (geom_ball_G:
     b's elements all lie in it). A tet-tet pair that clearly has no polygon (clip.clearly_no_polygon:
@@ -435,10 +442,13 @@ def find_candidates(
             near = 0
             for k in range(n_pairs if n_pairs <= K else 1):
                 near |= boxes_meet(local, geom_region_G[w, g, k])
-            box_a = empty_box()
+            box_a, box_tight = empty_box(), empty_box()  # inflated by the skin, and not (for pairs searched without)
             if near == 1:
-                box_a = clamped_box(w, g, la, gi, quat_to_mat(body_q[w, ba]), body_p[w, ba], skin, tet_X_G, tri_X_G, geom_region,
-                                    geom_region_n)
+                elem = element_box(gi[G_KIND], gi[G_POOL_START] + la, tet_X_G, tri_X_G, quat_to_mat(body_q[w, ba]), body_p[w, ba])
+                box_a = clamped_box(w, g, inflated(elem, skin), geom_region, geom_region_n)
+                box_tight = box_a
+                if skin > 0.0:
+                    box_tight = clamped_box(w, g, elem, geom_region, geom_region_n)
             # a's tet about a local origin at its vertex 0, as the narrow phase takes it, for
             # the equal-pressure plane test of tet-tet pairs (with a skin, one that holds for
             # every pose within the skin: a kept list must, and the plane moves with the bodies).
@@ -464,19 +474,23 @@ def find_candidates(
                         q = geom_pair_list[geom_pair_start[g] + k]
                         if pair_search[w, q] == 1 and pair_i[q][P_GEOM_A] == g:
                             p = q
-                    if p >= 0:
+                    s_p = 0.0
+                    if p >= 0 and skin > 0.0:
+                        s_p = pair_ref[w, p][7]
+                    box_p = box_a if s_p > 0.0 else box_tight
+                    if p >= 0 and box_valid(box_p) == 1:
                         gb = pair_i[p][P_GEOM_B]
                         gib = geom_i[gb]
                         bb = gib[G_BODY]
                         Rb, pb = quat_to_mat(body_q[w, bb]), body_p[w, bb]
-                        # The query: box_a in the frame of b's mesh (the box of the turned box).
+                        # The query: box_p in the frame of b's mesh (the box of the turned box).
                         Rt = Rb.transpose()
-                        query = transformed_box(box_a, Rt, -(Rt @ pb))
+                        query = transformed_box(box_p, Rt, -(Rt @ pb))
                         query = inflated(query, TREE_SLACK * (box_reach(query) + pb.norm()))
                         node = gib[G_BVH_ROOT]
                         end = bvh_node[node][0]
                         ball = geom_ball_G[gb]
-                        if box_meets_ball(box_a, Rb @ vec3(ball[0], ball[1], ball[2]) + pb, ball[3]) == 0:
+                        if box_meets_ball(box_p, Rb @ vec3(ball[0], ball[1], ball[2]) + pb, ball[3]) == 0:
                             node = end  # a's element is outside b's bounding ball: no element of b reaches it
                         while node < end:
                             nd_ = bvh_node[node]
@@ -494,14 +508,14 @@ def find_candidates(
                                             box_b = make_box(lo, hi)
                                         else:
                                             box_b = element_box(gib[G_KIND], ib, tet_X_G, tri_X_G, Rb, pb)
-                                        keep = boxes_meet(box_a, box_b)
+                                        keep = boxes_meet(box_p, box_b)
                                         if keep == 1 and tets:
                                             s_b = geom_scale[w % geom_scale.shape[0], gb]
                                             b0, b1, b2, b3 = x0 - origin, x1 - origin, x2 - origin, x3 - origin
                                             grad_b = Rb @ (s_b * tet_grad_G[ib])
                                             p_b = (s_b * tet_p[ib])[0] - grad_b.dot(b0)
                                             no_polygon = clearly_no_polygon(a0, a1, a2, a3, grad_a, p_a, b0, b1, b2, b3, grad_b,
-                                                                            p_b, skin)
+                                                                            p_b, s_p)
                                             keep = 1 - no_polygon
                                         if keep == 1:
                                             append_candidate(ivec4(w, p, la, lb), counts, cand, cand_span, candidate_capacity)
@@ -562,6 +576,7 @@ def find_planar(
     pair_search: nd(dtype=ti.i32, ndim=2),
     pair_plane: nd(dtype=plane_record, ndim=2),
     skin: float,
+    pair_ref: nd(dtype=skin_rule.pair_reference, ndim=2),
     geom_i: nd(dtype=ivec8, ndim=1),
     pair_i: nd(dtype=ivec8, ndim=1),
     tet_X_G: nd(dtype=tet_vertices, ndim=1),
@@ -574,7 +589,8 @@ def find_planar(
     """Appends the candidates of the planar pairs to search (pair_search), one thread per
     world and planar task (a pair and a run of its mesh's elements, model.PLANAR_CHUNK at
     most): (world, pair, element, 0) for the elements whose
-    vertices (mesh frame) reach within the skin [m] of the plane z = 0 of the half-space body
+    vertices (mesh frame) reach within the pair's skin [m] (pair_ref: `skin` or 0, see
+    pair_activity) of the plane z = 0 of the half-space body
     (solid below): those the plane crosses when the half-space is rigid (an element wholly
     inside or outside it has no slice), those that reach below it when it is a compliant slab (the equal-pressure surface of a submerged tet,
     or a submerged triangle, is a polygon too). Candidates come in element order, as the
@@ -592,7 +608,10 @@ def find_planar(
             gm = geom_i[pr[P_GEOM_B] if t == PairType.SLAB_TRI else pr[P_GEOM_A]]  # the mesh
             plane = pair_plane[w, pair]
             crossing = 1 if t == PairType.TET_PLANE else 0
-            if box_reaches_plane(planar_task_box_G[k], plane, skin, crossing) == 1:
+            s_p = 0.0
+            if skin > 0.0:  # (pair_ref is a placeholder without a skin)
+                s_p = pair_ref[w, pair][7]
+            if box_reaches_plane(planar_task_box_G[k], plane, s_p, crossing) == 1:
                 for e in range(task[1], task[1] + task[2]):
-                    if element_reaches_plane(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, plane, skin, crossing) == 1:
+                    if element_reaches_plane(gm[G_KIND], gm[G_POOL_START] + e, tet_X_G, tri_X_G, plane, s_p, crossing) == 1:
                         append_candidate(ivec4(w, pair, e, 0), counts, cand, cand_span, candidate_capacity)

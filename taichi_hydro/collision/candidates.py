@@ -9,7 +9,9 @@ the rows of the pairs that did not move. cand_span[SPAN_START] is the first row 
 pass writes (0 or candidate_capacity); with a skin the next pass writes the other half
 (skin.keep_candidates turns it over first), so the two lists swap roles and a kept list is
 never copied. cand_span[SPAN_KEPT] is the number of rows the last pass appended, as counted
-(above the capacity when it overflowed; -1: no complete list, after an allocation).
+(above the capacity when it overflowed; -1: no complete list, after an allocation or
+Collision.forget_lists), recorded by the narrow phase once the list is complete
+(record_length).
 
 Overflow accounting: every append is counted in counts[C_CANDIDATES], also past the capacity,
 so the host knows how many rows the pass needed, grows the pool and redoes the pass
@@ -41,3 +43,12 @@ def candidate_count(counts: ti.template(), capacity: ti.i32) -> ti.i32:
 def candidate(c: ti.i32, cand: ti.template(), cand_span: ti.template()) -> ivec4:
     """Row c of the list this pass writes."""
     return cand[cand_span[SPAN_START] + c]
+
+
+@ti.func
+def record_length(counts: ti.template(), cand_span: ti.template()):
+    """cand_span[SPAN_KEPT] = the rows this pass appended, as counted (above the capacity when
+    the pool overflowed, which makes the next pass search every pair; collision.skin). Nothing
+    is copied: the list stays where it is and the next pass keeps rows from it
+    (skin.keep_candidates). Called once the list is complete."""
+    cand_span[SPAN_KEPT] = counts[C_CANDIDATES]

@@ -29,7 +29,7 @@ from ..types import (
     poly_record, poly_vertex_values, poly_vertices, tet_vertices, tri_vertices, vec3, vec4,
 )
 from . import clip
-from .candidates import candidate, candidate_count
+from .candidates import candidate, candidate_count, record_length
 from .clip import Poly, row, set_row
 
 INF = ti.math.inf
@@ -260,7 +260,9 @@ def clip_candidates(
     poly_vp: nd(dtype=poly_vertex_values, ndim=1),
 ):
     """Reads the candidates of the broad phase (mesh-mesh and planar pairs) and pair_deep
-    (depth.pair_depth); appends their polygons."""
+    (depth.pair_depth); appends their polygons, and records the list's length for the next
+    pass (candidates.record_length)."""
+    record_length(counts, cand_span)
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(candidate_count(counts, candidate_capacity)):
         clip_candidate(candidate(c, cand, cand_span), body_p, body_q, geom_i, geom_slab_gradient, pair_i, tet_X_G, tet_p, tet_grad_G, tri_X_G, tri_n_G,

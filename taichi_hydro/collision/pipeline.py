@@ -137,8 +137,6 @@ class Collision:
         if m.planar_task_count > 0:
             plan.add(bp.find_planar)
         plan.add(narrow.clip_candidates)
-        if self.skin > 0.0:
-            plan.add(skin_rule.save_candidates)
 
     def candidates(self) -> np.ndarray:
         """Host copy of the last pass's candidate list, (n, 4) int32 rows (world, pair, element

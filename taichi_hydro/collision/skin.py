@@ -1,5 +1,6 @@
 """Temporal coherence of the broad phase: candidate lists kept while the pair barely moves
-(Verlet lists; issue 18 item 2). Off unless a skin s > 0 [m] is given.
+(Verlet lists; issue 18 item 2). On with a skin s > 0 [m] ([collision] skin, default
+scene.SKIN); s = 0 searches every pair at every pass.
 
 The rule. When the candidates of a pair (geometries F, M) are searched, every element box of
 one side is inflated by s, so the list holds every element pair whose elements are within
@@ -32,9 +33,18 @@ A pair is searched again (stale) when the rule fails, when its reference is inva
 step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
 pool overflowed in the last pass, or was reallocated: no kept count). Stale pairs are
 searched with the inflated boxes; the candidates of the other pairs are copied from the last
-pass's list first (keep_candidates), and the new list's length is recorded for the
-next pass (save_candidates). The two lists are the two halves of one array that swap roles every
-pass (collision.candidates): keeping a list costs one read and one write per row.
+pass's list first (keep_candidates), and the new list's length is recorded for the next
+pass (candidates.record_length, in the narrow phase's launch). The two lists are the two
+halves of one array that swap roles every pass (collision.candidates): keeping a list costs
+one read and one write per row.
+
+Each pair's own skin. A wider list costs clipping at every pass it is kept and pays only when
+it saves searches, so a stale pair is searched with the skin s only when, at its bodies'
+present velocities, it would keep the list for SKIN_STEPS steps (search_skin, motion_rate);
+a pair that moves faster (a falling body, an impact, a slide) is searched tightly, exactly as
+without a skin, and again at the next pass. The rule reads the skin each list was searched
+with (pair_reference's s_pair), so the choice changes the cost, never the polygons; the
+velocities are only a forecast.
 
 Order. The kept rows keep their order exactly (a compaction: rows kept per chunk of
 KEEP_CHUNK rows, the chunks' offsets by a prefix sum, each chunk's rows written in order), then
@@ -57,7 +67,14 @@ from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, 
 from .candidates import SPAN_KEPT, SPAN_START
 
 pair_reference = RealVector(8)
-"""A pair's pose at its last search: (c_F (3) [m], q_FM (4), valid (1 or 0))."""
+"""A pair's pose at its last search and the skin it was searched with: (c_F (3) [m], q_FM (4),
+s_pair [m]); s_pair = 0 (also the zeros of a new array, or of a frozen world) keeps nothing:
+the pair is searched again at the next pass."""
+
+SKIN_STEPS = 4.0
+"""A pair is searched with the skin only when, at its velocities, it would keep its list for at
+least this many steps (search_skin); one that moves faster is searched without, as if there
+were no skin, and searched again at the next pass."""
 
 
 @ti.func
@@ -82,6 +99,26 @@ def moved(ref: pair_reference, c_F: vec3, q_FM: vec4, radius: float) -> float:
     q_rel = quat_mul(q_FM, quat_conj(q_ref))
     turn = ti.sqrt(q_rel[1] * q_rel[1] + q_rel[2] * q_rel[2] + q_rel[3] * q_rel[3])  # sin(theta / 2)
     return (c_F - vec3(ref[0], ref[1], ref[2])).norm() + 2.0 * turn * radius
+
+
+@ti.func
+def motion_rate(ball_M: vec4, R_M, p_F: vec3, v_F: vec3, w_F: vec3, p_M: vec3, v_M: vec3, w_M: vec3) -> float:
+    """How fast moved() grows at the bodies' present velocities [m/s]: the speed of the
+    centre c of M's bounding ball relative to F's frame, |v_M + w_M x (c - p_M) - v_F - w_F x
+    (c - p_F)|, plus |w_M - w_F| r_M (the turn's share, 2 sin(theta / 2) r_M <= theta r_M).
+    Poses and velocities in the world frame, v of the body frame's origin p."""
+    c = R_M @ vec3(ball_M[0], ball_M[1], ball_M[2]) + p_M
+    v_rel = v_M + w_M.cross(c - p_M) - v_F - w_F.cross(c - p_F)
+    return v_rel.norm() + (w_M - w_F).norm() * ball_M[3]
+
+
+@ti.func
+def search_skin(skin: float, rate: float, dt: float) -> float:
+    """The skin [m] a stale pair's list is searched with: `skin` when the pair, moving at
+    `rate` [m/s] (motion_rate), stays within it for SKIN_STEPS steps of dt [s], else 0 (a
+    tight list, as without a skin). Only the cost depends on this choice: the rule holds for
+    either list, each checked against the skin it was searched with."""
+    return skin if SKIN_STEPS * rate * dt <= skin else 0.0
 
 
 KEEP_CHUNK = 1024
@@ -135,11 +172,3 @@ def keep_candidates(
             if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
                 cand[row] = key
                 row += 1
-
-
-@ti.kernel
-def save_candidates(counts: nd(dtype=ti.i32, ndim=1), cand_span: nd(dtype=ti.i32, ndim=1)):
-    """cand_span[SPAN_KEPT] = the rows this pass appended, as counted (above the capacity when
-    the pool overflowed, which makes the next pass search every pair). Nothing is copied: the
-    list stays where it is and the next pass keeps rows from it (keep_candidates)."""
-    cand_span[SPAN_KEPT] = counts[C_CANDIDATES]
