@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     p.add_argument("--arch", default="cpu")
     p.add_argument("--case", default="pile_27_settled")
     p.add_argument("--worlds", type=int, default=64)
-    p.add_argument("--skin", type=float, default=0.0, help="[collision] skin [m]; 0: off")
+    p.add_argument("--skin", type=float, help="[collision] skin [m]; 0: off (default: the scene's)")
     p.add_argument("--steps", type=int, default=48)
     args = p.parse_args(argv)
     import taichi as ti
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     th.init(args.arch, profiler=True)
     case = registry.find_dynamics(args.case)
     scene = case.scene()
-    if args.skin > 0:
+    if args.skin is not None:
         scene = dataclasses.replace(scene, collision_skin=args.skin)
     sim = th.Simulator(scene, worlds=args.worlds, graph=False)
     if case.settle:
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         total[re.sub(r"_c\d+_\d+_kernel.*", "", r.name)] += r.kernel_time
     ms = {k: total[k] / args.steps for k in COLLIDE if total[k]}
     counts = sim.max_counts.to_numpy()
-    line = (f"case={args.case} worlds={args.worlds} skin={args.skin} steps={args.steps} "
+    line = (f"case={args.case} worlds={args.worlds} skin={scene.collision_skin} steps={args.steps} "
             + " ".join(f"{k}_ms={v:.2f}" for k, v in ms.items())
             + f" collide_ms={sum(ms.values()):.2f} all_kernels_ms={sum(total.values()) / args.steps:.2f}"
             + f" candidates_max={int(counts[C_CANDIDATES])} polygons_max={int(counts[C_POLYGONS])}")

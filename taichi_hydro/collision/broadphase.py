@@ -202,9 +202,9 @@ def pair_activity(
     the rule of collision.skin, which also updates pair_ref: the pose at the last search and
     the pair's skin, `skin` or 0 by skin.search_skin from the bodies' velocities and dt [s]),
     pair_search = pair_active and pair_stale. The pair's skin is 0 without a skin, that of
-    its kept list when kept. A pair with a non-finite pose (as a write through a state view can leave) is
-    inactive and marks its world diverged, so no later stage of the step works on that
-    world."""
+    its kept list when kept. A pair with a non-finite pose (as a write through a state view
+    can leave) is inactive and marks its world diverged, so no later stage of the step works
+    on that world."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
     kept = cand_span[SPAN_KEPT]
@@ -244,10 +244,11 @@ def pair_activity(
                         stale = 0
                         pair_skin = ref[7]
                 if stale == 1:
-                    rate = skin_rule.motion_rate(ball, Rm, body_p[w, bf], body_v[w, bf], body_w[w, bf], body_p[w, bm], body_v[w, bm],
-                                                 body_w[w, bm])
+                    rate = skin_rule.motion_rate(ball, Rm, body_p[w, bf], body_v[w, bf], body_w[w, bf], body_p[w, bm],
+                                                 body_v[w, bm], body_w[w, bm])
                     pair_skin = skin_rule.search_skin(skin, rate, dt)
-                    pair_ref[w, p] = skin_rule.pair_reference(c_F[0], c_F[1], c_F[2], q_FM[0], q_FM[1], q_FM[2], q_FM[3], pair_skin)
+                    pair_ref[w, p] = skin_rule.pair_reference(c_F[0], c_F[1], c_F[2], q_FM[0], q_FM[1], q_FM[2], q_FM[3],
+                                                              pair_skin)
             if t == PairType.TET_TET or t == PairType.TET_TRI:
                 box_a = inflated(geometry_box(geom_box_G[ga], geom_ball_G[ga], Ra, body_p[w, ba]), pair_skin)
                 box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], Rb, body_p[w, bb])
@@ -416,16 +417,15 @@ def find_candidates(
     """Appends the candidates of the mesh-mesh pairs to search (pair_search), each once (found
     from a's side only): (world, pair, element of a, element of b) where b's element box meets
     a's element box inflated by the pair's skin [m] (pair_ref: `skin` or 0, see pair_activity)
-    and clamped to a's region, both in the world
-    frame, b's elements found through its tree (their boxes in b's mesh frame against the
-    clamped box taken into that frame), unless a's box misses b's bounding ball (geom_ball_G:
-    b's elements all lie in it). A tet-tet pair that clearly has no polygon (clip.clearly_no_polygon:
-    the equal-pressure plane misses a tet, or a's slice by it lies outside a face of b; both
-    tets taken about a's vertex 0 as the narrow phase takes them, b's rounded otherwise, which
-    the tests' margins cover) is not listed; with a skin, only one that has none in any pose
-    the kept list must cover (b moved by at most the skin relative to a). Elements within the
-    skin of each other are inside the pair's box, so inside the clamped box: no such pair is
-    missed."""
+    and clamped to a's region, both in the world frame, b's elements found through its tree
+    (their boxes in b's mesh frame against the clamped box taken into that frame), unless a's
+    box misses b's bounding ball (geom_ball_G: b's elements all lie in it). A tet-tet pair that
+    clearly has no polygon (clip.clearly_no_polygon: the equal-pressure plane misses a tet, or
+    a's slice by it lies outside a face of b; both tets taken about a's vertex 0 as the narrow
+    phase takes them, b's rounded otherwise, which the tests' margins cover) is not listed;
+    with the pair's skin, only one that has none in any pose the kept list must cover (b moved
+    by at most that skin relative to a). Elements within the pair's skin of each other are
+    inside the pair's box, so inside the clamped box: no such pair is missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
