@@ -20,7 +20,7 @@ import re
 from . import cases as registry
 from . import states
 
-COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "keep_candidates", "geometry_regions", "find_candidates",
+COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "geometry_regions", "find_candidates",
            "find_planar", "clip_candidates")
 
 

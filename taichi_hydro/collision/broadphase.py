@@ -33,12 +33,13 @@ import taichi as ti
 from .. import backend
 
 from ..math3d import finite_pose, quat_to_mat
+from ..scan import scan_in_place
 from . import skin as skin_rule
 from .candidates import SPAN_KEPT, append_candidate
 from .clip import clearly_no_polygon
 from .narrowphase import tet_local
 from ..types import (
-    FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
+    C_CANDIDATES, FROZEN_POSE, G_BODY, G_BVH_ROOT, G_KIND, G_POOL_START, G_QUERY_START, P_GEOM_A, P_GEOM_B, P_TYPE,
     TETMESH, PairType, RealVector, box3, ivec4, ivec8, mat3, nd, tet_vertices, tri_vertices, vec3, vec4,
 )
 
@@ -191,6 +192,9 @@ def pair_activity(
     pair_search: nd(dtype=ti.i32, ndim=2),
     pair_box: nd(dtype=box3, ndim=2),
     pair_plane: nd(dtype=plane_record, ndim=2),
+    counts: nd(dtype=ti.i32, ndim=1),
+    cand: nd(dtype=ivec4, ndim=1),
+    keep_chunk_row: nd(dtype=ti.i32, ndim=1),
 ):
     """Reads poses, velocities and geometry boxes. Writes pair_active[w, p] (1 when the
     geometries' boxes, geometry a's inflated by the pair's skin [m], overlap, or the mesh box
@@ -204,7 +208,13 @@ def pair_activity(
     pair_search = pair_active and pair_stale. The pair's skin is 0 without a skin, that of
     its kept list when kept. A pair with a non-finite pose (as a write through a state view
     can leave) is inactive and marks its world diverged, so no later stage of the step works
-    on that world."""
+    on that world. With a skin, once every pair's pair_stale is known (the later loops run
+    after the first), the candidate lists turn over (skin.turn_over) and the rows of the pairs
+    that are not stale are kept, in their order, at the head of this pass's list:
+    counts[C_CANDIDATES] = their number, the searched pairs' rows are appended after them. The
+    kept rows per chunk of skin.KEEP_CHUNK rows, each chunk's first row in the new list
+    (keep_chunk_row, a prefix sum in one thread), the copy: in this launch rather than one of
+    their own."""
     W = body_p.shape[0]
     P = pair_i.shape[0]
     kept = cand_span[SPAN_KEPT]
@@ -279,6 +289,20 @@ def pair_activity(
         pair_stale[w, p] = stale
         pair_search[w, p] = active * stale
         pair_box[w, p] = inter
+    last, first, n = 0, 0, 0
+    if skin > 0.0:
+        last, first, n = skin_rule.turn_over(cand_span, candidate_capacity)
+    chunks = (n + skin_rule.KEEP_CHUNK - 1) // skin_rule.KEEP_CHUNK  # 0 without a skin, or with nothing kept
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
+    for k in range(chunks):
+        keep_chunk_row[k] = skin_rule.kept_in_chunk(k, n, last, cand, pair_stale)
+    ti.loop_config(serialize=True)
+    for _ in range(1):
+        if chunks > 0:
+            counts[C_CANDIDATES] = scan_in_place(keep_chunk_row, chunks)
+    ti.loop_config(serialize=backend.SERIAL_LOOPS)
+    for k in range(chunks):
+        skin_rule.copy_kept_chunk(k, n, last, first, cand, pair_stale, keep_chunk_row)
 
 
 @ti.kernel

@@ -7,7 +7,7 @@ Layout. `cand` holds `candidate_capacity` rows per list: one list without a skin
 (collision.skin), the list this pass writes and the one the last pass wrote, from which it keeps
 the rows of the pairs that did not move. cand_span[SPAN_START] is the first row of the list the
 pass writes (0 or candidate_capacity); with a skin the next pass writes the other half
-(skin.keep_candidates turns it over first), so the two lists swap roles and a kept list is
+(skin.turn_over, in broadphase.pair_activity, turns it over first), so the two lists swap roles and a kept list is
 never copied. cand_span[SPAN_KEPT] is the number of rows the last pass appended, as counted
 (above the capacity when it overflowed; -1: no complete list, after an allocation or
 Collision.forget_lists), recorded by the narrow phase once the list is complete
@@ -50,5 +50,5 @@ def record_length(counts: ti.template(), cand_span: ti.template()):
     """cand_span[SPAN_KEPT] = the rows this pass appended, as counted (above the capacity when
     the pool overflowed, which makes the next pass search every pair; collision.skin). Nothing
     is copied: the list stays where it is and the next pass keeps rows from it
-    (skin.keep_candidates). Called once the list is complete."""
+    (broadphase.pair_activity). Called once the list is complete."""
     cand_span[SPAN_KEPT] = counts[C_CANDIDATES]

@@ -47,7 +47,7 @@ class Collision:
       pair, (world, pair, element of the mesh, 0)), the list this pass writes and, with a skin,
       the last pass's (collision.candidates: where each lies, how many rows were kept);
     keep_chunk_row (skin.chunk_slots(candidates),) i32: with a skin, where each chunk of the
-      last list's kept rows goes in this pass's (skin.keep_candidates; one placeholder without);
+      last list's kept rows goes in this pass's (broadphase.pair_activity; one placeholder without);
     pool: the polygon pool (pools.PolygonPool).
     Scalars: query_count, planar_task_count, merge_rel, skin, candidate_capacity (rows per list).
 
@@ -129,8 +129,6 @@ class Collision:
         plan.add(bp.pair_activity)
         if depth.has_deep_pairs(m.host):
             plan.add(depth.pair_depth)
-        if self.skin > 0.0:
-            plan.add(skin_rule.keep_candidates)
         if m.query_elem_count > 0:
             plan.add(bp.geometry_regions)
             plan.add(bp.find_candidates)

@@ -33,8 +33,9 @@ A pair is searched again (stale) when the rule fails, when its reference is inva
 step, a frozen world, a non-finite pose), or when the kept list is incomplete (the candidate
 pool overflowed in the last pass, or was reallocated: no kept count). Stale pairs are
 searched with the inflated boxes; the candidates of the other pairs are copied from the last
-pass's list first (keep_candidates), and the new list's length is recorded for the next
-pass (candidates.record_length, in the narrow phase's launch). The two lists are the two
+pass's list first (turn_over, kept_in_chunk, copy_kept_chunk, in broadphase.pair_activity's
+launch), and the new list's length is recorded for the next pass (candidates.record_length,
+in the narrow phase's launch): a skin adds no launch to the step. The two lists are the two
 halves of one array that swap roles every pass (collision.candidates): keeping a list costs
 one read and one write per row.
 
@@ -59,11 +60,8 @@ element b), so its results are independent of it, bit for bit equal with and wit
 
 import taichi as ti
 
-from .. import backend
-
 from ..math3d import quat_mul
-from ..scan import scan_in_place
-from ..types import C_CANDIDATES, K_PAIR, K_WORLD, RealVector, ivec4, nd, vec3, vec4
+from ..types import K_PAIR, K_WORLD, RealVector, vec3, vec4
 from .candidates import SPAN_KEPT, SPAN_START
 
 pair_reference = RealVector(8)
@@ -122,8 +120,8 @@ def search_skin(skin: float, rate: float, dt: float) -> float:
 
 
 KEEP_CHUNK = 1024
-"""Rows of the last list per thread of keep_candidates (and per item of its prefix sum, which
-one thread runs)."""
+"""Rows of the last list per thread of the kept rows' count and copy (and per item of their
+prefix sum, which one thread runs)."""
 
 
 def chunk_slots(capacity: int) -> int:
@@ -131,44 +129,39 @@ def chunk_slots(capacity: int) -> int:
     return (capacity + KEEP_CHUNK - 1) // KEEP_CHUNK + 1
 
 
-@ti.kernel
-def keep_candidates(
-    cand_span: nd(dtype=ti.i32, ndim=1),
-    candidate_capacity: ti.i32,
-    pair_stale: nd(dtype=ti.i32, ndim=2),
-    counts: nd(dtype=ti.i32, ndim=1),
-    cand: nd(dtype=ivec4, ndim=1),
-    keep_chunk_row: nd(dtype=ti.i32, ndim=1),
-):
+@ti.func
+def turn_over(cand_span: ti.template(), candidate_capacity: ti.i32):
     """Turns the list over: the last pass's list (at cand_span[SPAN_START], cand_span[SPAN_KEPT]
     rows; pair_activity marks every pair stale when that list is incomplete) becomes the kept
-    one and this pass writes the other half of cand, starting with the kept rows (those of
-    pairs that are not stale) in their order; counts[C_CANDIDATES] = their number (the searched
-    pairs' rows are appended after them). Three loops, run one after the other: the kept rows
-    per chunk of KEEP_CHUNK, each chunk's first row in the new list (keep_chunk_row, a prefix
-    sum in one thread; keep_chunk_row[chunks] = all), the copy (a chunk with none is not read
-    again)."""
+    one and this pass writes the other half of cand. Returns (the last list's first row, this
+    pass's first row, the last list's rows; -1: nothing kept)."""
     last = cand_span[SPAN_START]
     first = candidate_capacity - last
     cand_span[SPAN_START] = first
-    n = ti.min(cand_span[SPAN_KEPT], candidate_capacity)  # -1: nothing kept
-    chunks = (n + KEEP_CHUNK - 1) // KEEP_CHUNK
-    ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for k in range(chunks):
-        kept = 0
-        for c in range(k * KEEP_CHUNK, ti.min(n, (k + 1) * KEEP_CHUNK)):
-            key = cand[last + c]
-            kept += 1 - pair_stale[key[K_WORLD], key[K_PAIR]]
-        keep_chunk_row[k] = kept
-    ti.loop_config(serialize=True)
-    for _ in range(1):
-        counts[C_CANDIDATES] = scan_in_place(keep_chunk_row, chunks)
-    ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for k in range(chunks):
-        row = first + keep_chunk_row[k]
-        end = ti.min(n, (k + 1) * KEEP_CHUNK) if keep_chunk_row[k + 1] > keep_chunk_row[k] else 0  # 0: none kept
-        for c in range(k * KEEP_CHUNK, end):
-            key = cand[last + c]
-            if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
-                cand[row] = key
-                row += 1
+    return last, first, ti.min(cand_span[SPAN_KEPT], candidate_capacity)
+
+
+@ti.func
+def kept_in_chunk(k: ti.i32, n: ti.i32, last: ti.i32, cand: ti.template(), pair_stale: ti.template()) -> ti.i32:
+    """Rows of chunk k (rows k KEEP_CHUNK on, of the last list's n at `last`) whose pairs are not
+    stale."""
+    kept = 0
+    for c in range(k * KEEP_CHUNK, ti.min(n, (k + 1) * KEEP_CHUNK)):
+        key = cand[last + c]
+        kept += 1 - pair_stale[key[K_WORLD], key[K_PAIR]]
+    return kept
+
+
+@ti.func
+def copy_kept_chunk(k: ti.i32, n: ti.i32, last: ti.i32, first: ti.i32, cand: ti.template(), pair_stale: ti.template(),
+                    keep_chunk_row: ti.template()):
+    """Copies chunk k's kept rows, in their order, to this pass's list from its row
+    keep_chunk_row[k] (the exclusive prefix sum of kept_in_chunk; a chunk with none is not
+    read again)."""
+    row = first + keep_chunk_row[k]
+    end = ti.min(n, (k + 1) * KEEP_CHUNK) if keep_chunk_row[k + 1] > keep_chunk_row[k] else 0  # 0: none kept
+    for c in range(k * KEEP_CHUNK, end):
+        key = cand[last + c]
+        if pair_stale[key[K_WORLD], key[K_PAIR]] == 0:
+            cand[row] = key
+            row += 1
