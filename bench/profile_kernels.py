@@ -3,13 +3,16 @@
     python -m bench.profile_kernels --arch cuda --case box_stack --worlds 16384 --steps 20
 
 Runs the case once to grow the pools and compile, clears the profiler, runs `steps` more steps
-one kernel at a time (no compute graph) and prints Taichi's table, sorted by total time."""
+one kernel at a time (no compute graph) and prints Taichi's table, sorted by total time. A case
+with a settled start (pile_27_settled, box_stack_held) starts from its saved state, as in
+bench.run, so that the profile is of the regime the case names."""
 
 from __future__ import annotations
 
 import argparse
 
 from . import cases as registry
+from . import states
 
 
 def main(argv=None) -> int:
@@ -36,6 +39,8 @@ def main(argv=None) -> int:
     if args.method:
         scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, method=args.method))
     sim = th.Simulator(scene, worlds=args.worlds, graph=False)
+    if case.settle:
+        sim.reset(state=states.start_state(case, args.worlds))
     sim.step(case.steps // 2)  # into contact, pools grown, kernels compiled
     sim.world_status()
     ti.profiler.clear_kernel_profiler_info()
