@@ -2,7 +2,7 @@
 
 Keys are combined one 32-bit word at a time and finished with the avalanche step of
 MurmurHash3's fmix32 (Appleby), so that keys differing only in small coordinates or in the
-world index spread over the whole table. u32 arithmetic wraps on every backend."""
+world index spread over the whole table (or region). u32 arithmetic wraps on every backend."""
 
 import taichi as ti
 
@@ -33,8 +33,3 @@ def same_key(a: ti.template(), b: ti.template()) -> ti.i32:
             eq = 0
     return eq
 
-
-@ti.func
-def slot(h: ti.u32, mask: ti.i32) -> ti.i32:
-    """Table slot of the finished hash h in a table of mask + 1 (a power of two) slots."""
-    return ti.cast(finish(h) & ti.cast(mask, ti.u32), ti.i32)
