@@ -236,8 +236,9 @@ class Simulator(WorldAccess):
         self.tactile_sensors.add_launches(plan)  # the polygons, their poses and solved impulses
         plan.add(ig.check_divergence)
         plan.add(ig.integrate)
-        plan.add(co.sum_pair_impulses if o.deterministic else cw.accumulate_pair_impulses)
-        plan.add(cw.store_impulses)
+        if o.deterministic:
+            plan.add(co.sum_pair_impulses)
+        plan.add(cw.store_impulses(accumulate=not o.deterministic))
         if self.joints is not None:
             plan.add(jk.joint_state)
         stages.append(("integrate", len(plan.launches)))

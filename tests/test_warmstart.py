@@ -1,7 +1,8 @@
 """The warm-start table (taichi_hydro.contact.warmstart) at the kernel level: every stored
 polygon's impulse comes back under its key in the next step, whatever the rows' order and the
-worlds' row counts; new keys get their pair's share or nothing; growth keeps the entries;
-a forgotten world finds nothing; the table is clear outside the regions in use."""
+worlds' row counts; the pairs' totals are summed with the store; new keys get their pair's
+share or nothing; growth keeps the entries; a forgotten world finds nothing; the table is
+clear outside the regions in use."""
 
 import numpy as np
 import taichi as ti
@@ -40,9 +41,9 @@ def rows_of(counts, keys, frames, gammas, models):
     return out
 
 
-def store(table, rows):
-    cw.store_impulses(rows["world_start"], rows["c_key"], rows["c_frame"], rows["c_gamma"], table.table_start, table.table_key,
-                      table.table_val, table.table_occ)
+def store(table, rows, accumulate):
+    cw.store_impulses(accumulate)(rows["world_start"], rows["c_ids"], rows["c_key"], rows["c_frame"], rows["c_gamma"],
+                             table.pair_impulse, table.table_start, table.table_key, table.table_val, table.table_occ)
 
 
 def look_up(table, rows, pair_weight, n):
@@ -61,13 +62,17 @@ def test_stored_impulses_come_back_under_their_keys(arch):
     gammas1 = rng.normal(size=(len(keys1), 3))
     table = cw.WarmStartTable(WORLDS, PAIRS, rows=80)
     rows1 = rows_of(counts1, keys1, frames1, gammas1, np.zeros((len(keys1), 4)))
-    store(table, rows1)
+    table.pair_impulse.from_numpy(np.full((WORLDS, PAIRS, 3), 7.0, np.float32))  # overwritten
+    store(table, rows1, accumulate=True)
     occ = table.table_occ.to_numpy()
     entries = {tuple(k): v for k, v, o in zip(table.table_key.to_numpy(), table.table_val.to_numpy(), occ) if o}
     stored = np.array([entries[tuple(k)] for k in keys1], np.float64)  # every key once
     np.testing.assert_allclose(stored, np.einsum("nji,nj->ni", frames1, gammas1), rtol=1e-5, atol=1e-6)  # F^T gamma
     assert np.count_nonzero(occ[: 2 * len(keys1)]) == len(keys1) and not occ[2 * len(keys1):].any()
     np.testing.assert_array_equal(table.table_start.to_numpy(), [0, 5, 5, 65])
+    totals = np.zeros((WORLDS, PAIRS, 3))
+    np.add.at(totals, (keys1[:, 0], keys1[:, 1]), stored)  # each pair's total, world frame
+    np.testing.assert_allclose(table.pair_impulse.to_numpy(), totals, rtol=1e-5, atol=1e-5)
 
     # Step 2: a different order and row counts: world 0 keeps 3 of its keys and has a new one,
     # world 1 has two new keys (its region was empty), world 2 keeps every key, shuffled.

@@ -15,6 +15,8 @@ the larger table as they are (a world's region does not depend on the table's si
 growth does not cost a cold start."""
 
 
+import functools
+
 import taichi as ti
 
 from .. import backend
@@ -24,8 +26,7 @@ from ..backend import spend_launches
 from ..plan import ndarray_dtype
 from ..types import ID_PAIR, ID_WORLD, K_WORLD, M_FORCE0, ivec4, mat3, nd, vec3, vec4
 
-__all__ = ["WarmStartTable", "lookup", "look_up_impulses", "clear_table", "store_impulses", "forget_worlds",
-           "accumulate_pair_impulses"]
+__all__ = ["WarmStartTable", "lookup", "look_up_impulses", "clear_table", "store_impulses", "forget_worlds"]
 
 REGION_SLOTS_PER_ROW = 2
 """Slots of a world's region per contact row of the step it stores (a load of at most 1/2)."""
@@ -203,28 +204,48 @@ def copy_table(old_key: nd(dtype=ivec4, ndim=1), old_val: nd(dtype=vec3, ndim=1)
             table_occ[s] = old_occ[s]
 
 
-@ti.kernel
-def store_impulses(
-    world_start: nd(dtype=ti.i32, ndim=1),
-    c_key: nd(dtype=ivec4, ndim=1),
-    c_frame: nd(dtype=mat3, ndim=1),
-    c_gamma: nd(dtype=vec3, ndim=1),
-    table_start: nd(dtype=ti.i32, ndim=1),
-    table_key: nd(dtype=ivec4, ndim=1),
-    table_val: nd(dtype=vec3, ndim=1),
-    table_occ: nd(dtype=ti.i32, ndim=1),
-):
-    """Inserts every contact's impulse (world frame) under its key, in its world's region for
-    this step's rows (world_start, which becomes table_start)."""
-    W = world_start.shape[0] - 1
-    ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w in range(W + 1):
-        table_start[w] = world_start[w]
-    ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for c in range(world_start[W]):
-        key = c_key[c]
-        first, size = region_of(key[K_WORLD], world_start)
-        insert(key, c_frame[c].transpose() @ c_gamma[c], first, size, table_key, table_val, table_occ)
+@functools.lru_cache(maxsize=None)
+def store_impulses(accumulate: bool):
+    """The kernel that stores a step's impulses for the next one's warm start; with
+    accumulate, it also sums each pair's total (pair_impulse; the deterministic mode sums them
+    in row order instead, contact.ordering.sum_pair_impulses)."""
+
+    @ti.kernel
+    def store(
+        world_start: nd(dtype=ti.i32, ndim=1),
+        c_ids: nd(dtype=ivec4, ndim=1),
+        c_key: nd(dtype=ivec4, ndim=1),
+        c_frame: nd(dtype=mat3, ndim=1),
+        c_gamma: nd(dtype=vec3, ndim=1),
+        pair_impulse: nd(dtype=vec3, ndim=2),
+        table_start: nd(dtype=ti.i32, ndim=1),
+        table_key: nd(dtype=ivec4, ndim=1),
+        table_val: nd(dtype=vec3, ndim=1),
+        table_occ: nd(dtype=ti.i32, ndim=1),
+    ):
+        """Inserts every contact's impulse (world frame) under its key, in its world's region
+        for this step's rows (world_start, which becomes table_start); with accumulate,
+        pair_impulse[w, p] = the total impulse of the pair's contacts on its higher body, world
+        frame [N s] (the next step's warm start of new polygons; atomic sums)."""
+        W = world_start.shape[0] - 1
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
+        for w in range(W + 1):
+            table_start[w] = world_start[w]
+        if ti.static(accumulate):
+            ti.loop_config(serialize=backend.SERIAL_LOOPS)
+            for w, p in ti.ndrange(pair_impulse.shape[0], pair_impulse.shape[1]):
+                pair_impulse[w, p] = vec3(0.0)
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
+        for c in range(world_start[W]):
+            key = c_key[c]
+            impulse = c_frame[c].transpose() @ c_gamma[c]
+            first, size = region_of(key[K_WORLD], world_start)
+            insert(key, impulse, first, size, table_key, table_val, table_occ)
+            if ti.static(accumulate):
+                ids = c_ids[c]
+                pair_impulse[ids[ID_WORLD], ids[ID_PAIR]] += impulse
+
+    return store
 
 
 @ti.kernel
@@ -241,23 +262,3 @@ def forget_worlds(world_row: nd(dtype=ti.i32, ndim=1), table_key: nd(dtype=ivec4
                 if world_row[w] >= 0:
                     key[K_WORLD] = -1
                     table_key[s] = key
-
-
-@ti.kernel
-def accumulate_pair_impulses(
-    world_start: nd(dtype=ti.i32, ndim=1),
-    c_ids: nd(dtype=ivec4, ndim=1),
-    c_frame: nd(dtype=mat3, ndim=1),
-    c_gamma: nd(dtype=vec3, ndim=1),
-    pair_impulse: nd(dtype=vec3, ndim=2),
-):
-    """pair_impulse[w, p] = total impulse of the pair's contacts on its higher body, world frame
-    [N s] (the next step's warm start of new polygons; atomic sums)."""
-    ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for w, p in ti.ndrange(pair_impulse.shape[0], pair_impulse.shape[1]):
-        pair_impulse[w, p] = vec3(0.0)
-    W = world_start.shape[0] - 1
-    ti.loop_config(serialize=backend.SERIAL_LOOPS)
-    for c in range(world_start[W]):
-        ids = c_ids[c]
-        pair_impulse[ids[ID_WORLD], ids[ID_PAIR]] += c_frame[c].transpose() @ c_gamma[c]
