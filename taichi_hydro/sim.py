@@ -295,7 +295,7 @@ class Simulator(WorldAccess):
                 grown = self.collision.overflow(hostcopy.to_numpy(self.max_counts))
                 if grown is None:
                     break
-                # Back to the chunk's start, warm-start table included (rehashed if it grows).
+                # Back to the chunk's start, warm-start table included (copied over if it grows).
                 self._restore()
                 hostcopy.from_numpy(self.stat_sums, sums_before)
                 self.collision.grow(grown)
