@@ -153,9 +153,8 @@ def look_up_impulses(
     """c_gamma[c] = each row's warm-start impulse [N s], world frame: its key's last impulse,
     else its share of its pair's last total (c_model's A p0 over the pair's weight), else 0
     (contact.assemble's finalize turns it into the contact frame and projects it on the cone).
-    A kernel of its own, apart from finalize's arithmetic: a probe is a miss in the core's own
-    caches (the other core may have stored the world's region), and a short loop keeps several
-    of them in flight at once (inside finalize's loop the two took 1.2-1.4x as long)."""
+    A kernel of its own, apart from finalize's arithmetic: a short loop keeps several lookups in
+    flight at once (inside finalize's loop they were slower: README, "Warm-start regions")."""
     W = world_start.shape[0] - 1
     ti.loop_config(serialize=backend.SERIAL_LOOPS)
     for c in range(world_start[W]):
