@@ -7,11 +7,11 @@ Layout. `cand` holds `candidate_capacity` rows per list: one list without a skin
 (collision.skin), the list this pass writes and the one the last pass wrote, from which it keeps
 the rows of the pairs that did not move. cand_span[SPAN_START] is the first row of the list the
 pass writes (0 or candidate_capacity); with a skin the next pass writes the other half
-(skin.turn_over, in broadphase.pair_activity, turns it over first), so the two lists swap roles and a kept list is
-never copied. cand_span[SPAN_KEPT] is the number of rows the last pass appended, as counted
-(above the capacity when it overflowed; -1: no complete list, after an allocation or
-Collision.forget_lists), recorded by the narrow phase once the list is complete
-(record_length).
+(skin.turn_over, in broadphase.pair_activity, turns it over first), so the two lists swap
+roles and a kept list is never copied. cand_span[SPAN_KEPT] is the number of rows the last
+pass appended, as counted (above the capacity when it overflowed; -1: no complete list, after
+an allocation or Collision.forget_lists), recorded by the narrow phase once the list is
+complete (record_length).
 
 Overflow accounting: every append is counted in counts[C_CANDIDATES], also past the capacity,
 so the host knows how many rows the pass needed, grows the pool and redoes the pass
