@@ -298,6 +298,82 @@ def test_lens_box_holds_the_balls_overlap_and_is_tight(arch):
     np.testing.assert_allclose(hi, [1.0, rho, rho], atol=1e-4)
 
 
+def test_bounds_apart_only_where_no_skin_can_make_the_pair_active(arch):
+    """broadphase.bounds_apart, pair_activity's first test: balls of radii 0.3 and 0.2 m (the
+    centres given in turned body frames, the bodies 62 m from the origin) are apart exactly
+    when their centres are farther than 0.3 + 0.2 + skin (skin 0.01 m) plus the slack of 1e-5
+    of the sizes (2.5e-3 m there), and then lens_box of a's ball widened by the skin is empty; a mesh's ball
+    above a turned half-space (its plane through the body's origin, normal its z axis) is apart
+    exactly when its lowest point is higher than the skin, and the roles swap for a
+    slab-triangle pair (the mesh is b)."""
+    import taichi as ti
+
+    from taichi_hydro.collision.broadphase import bounds_apart, lens_box
+    from taichi_hydro.math3d import quat_to_mat
+    from taichi_hydro.types import box3, nd, vec3, vec4
+
+    skin = 0.01
+
+    @ti.kernel
+    def run(t: nd(dtype=ti.i32, ndim=1), balls: nd(dtype=vec4, ndim=2), poses: nd(dtype=vec3, ndim=2),
+            turns: nd(dtype=vec4, ndim=2), apart: nd(dtype=ti.i32, ndim=1), lens: nd(dtype=box3, ndim=1)):
+        for i in range(apart.shape[0]):
+            Ra, Rb = quat_to_mat(turns[i, 0]), quat_to_mat(turns[i, 1])
+            a, b = balls[i, 0], balls[i, 1]
+            apart[i] = bounds_apart(t[i], a, Ra, poses[i, 0], b, Rb, poses[i, 1], skin)
+            c_a = Ra @ ti.Vector([a[0], a[1], a[2]]) + poses[i, 0]
+            c_b = Rb @ ti.Vector([b[0], b[1], b[2]]) + poses[i, 1]
+            lens[i] = lens_box(c_a, a[3] + skin, c_b, b[3])
+
+    rng = np.random.default_rng(3)
+    n = 48
+    types = np.array([PairType.TET_TET] * 16 + [PairType.TET_PLANE] * 16 + [PairType.SLAB_TRI] * 16, np.int32)
+    turns = rng.normal(size=(n, 2, 4))
+    turns /= np.linalg.norm(turns, axis=2, keepdims=True)
+    local = rng.uniform(-0.1, 0.1, (n, 2, 3))  # ball centres in the body frames
+    radius = np.array([0.3, 0.2])
+    # Gaps beyond contact (reach = radii + skin for a ball pair, skin for a plane): well inside,
+    # inside and outside the slack (2.5e-3 m for two balls 62 m from the origin), well outside.
+    gap = np.tile([-0.05, -6e-3, -1e-3, 0.0, 1e-3, 6e-3, 0.02, 0.5], n // 8)
+    poses = np.empty((n, 2, 3))
+    want = np.empty(n, bool)
+    slack = np.empty(n)
+    for i in range(n):
+        R = [quat_matrix(q) for q in turns[i]]
+        poses[i, 0] = FAR
+        c_a = R[0] @ local[i, 0] + FAR
+        if types[i] == PairType.TET_TET:
+            direction = rng.normal(size=3)
+            direction /= np.linalg.norm(direction)
+            c_b = c_a + (radius.sum() + skin + gap[i]) * direction
+            poses[i, 1] = c_b - R[1] @ local[i, 1]
+            slack[i] = 2 * TREE_SLACK * (np.linalg.norm(c_a) + np.linalg.norm(c_b) + radius.sum() + skin)
+        else:  # the mesh's ball above the plane of the half-space body
+            m, h = (0, 1) if types[i] == PairType.TET_PLANE else (1, 0)
+            poses[i, h] = FAR + rng.uniform(-0.5, 0.5, 3)
+            n_W = R[h][:, 2]
+            c_m = poses[i, h] + (radius[m] + skin + gap[i]) * n_W + np.cross(n_W, rng.normal(size=3))
+            poses[i, m] = c_m - R[m] @ local[i, m]
+            slack[i] = TREE_SLACK * (np.linalg.norm(c_m) + np.linalg.norm(poses[i, h]) + radius[m])
+        want[i] = gap[i] > slack[i]
+    slack_ok = np.abs(gap - slack) <= 1e-4  # at the slack, up to float32 rounding 62 m out: either answer
+    balls = ti.ndarray(vec4, (n, 2))
+    balls.from_numpy(np.concatenate([local, np.broadcast_to(radius[None, :, None], (n, 2, 1))], axis=2).astype(np.float32))
+    t_nd = ti.ndarray(ti.i32, n)
+    t_nd.from_numpy(types)
+    p_nd, q_nd = ti.ndarray(vec3, (n, 2)), ti.ndarray(vec4, (n, 2))
+    p_nd.from_numpy(poses.astype(np.float32))
+    q_nd.from_numpy(turns.astype(np.float32))
+    apart, lens = ti.ndarray(ti.i32, n), ti.ndarray(box3, n)
+    run(t_nd, balls, p_nd, q_nd, apart, lens)
+    got = apart.to_numpy() == 1
+    assert np.array_equal(got[~slack_ok], want[~slack_ok]), (gap[~slack_ok], got[~slack_ok])
+    assert np.all(~got[gap <= 0]) and np.all(got[gap > 2 * slack])  # never apart within reach; apart past the slack
+    box = lens.to_numpy()
+    pairs = (types == PairType.TET_TET) & got
+    assert np.all(np.any(box[pairs, 0] > box[pairs, 1], axis=1)), "balls apart with a lens"
+
+
 def test_run_boxes_are_the_hulls_of_their_elements(arch):
     """model.run_boxes: run r's box is exactly the min and max over the vertices of elements
     [r * run, (r + 1) * run) (the last run shorter), so find_planar may skip a run whose box

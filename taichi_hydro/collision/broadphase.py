@@ -163,6 +163,33 @@ def lens_box(c_a: vec3, r_a: float, c_b: vec3, r_b: float) -> box3:
     return out
 
 
+@ti.func
+def bounds_apart(t: ti.i32, ball_a: vec4, Ra: mat3, pa: vec3, ball_b: vec4, Rb: mat3, pb: vec3, skin: float) -> ti.i32:
+    """1 when a pair of type t is inactive whatever skin up to `skin` [m] it is searched with,
+    by the bounding balls alone (geom_ball_G: centre in the body frame, radius): for a mesh-mesh
+    pair, the balls (a's widened by the skin) are apart, so their lens is empty (lens_box); for
+    a planar pair, the mesh's ball lies above the half-space's plane (through its body's origin,
+    normal its z axis) by more than the skin, so no element of the mesh reaches within the skin
+    of it. Both with TREE_SLACK of the sizes to spare against rounding. The cheap test that
+    pair_activity makes first: most pairs of a batch are far apart."""
+    apart = 0
+    if t == PairType.TET_TET or t == PairType.TET_TRI:
+        c_a = Ra @ vec3(ball_a[0], ball_a[1], ball_a[2]) + pa
+        c_b = Rb @ vec3(ball_b[0], ball_b[1], ball_b[2]) + pb
+        reach = ball_a[3] + skin + ball_b[3] + 2.0 * TREE_SLACK * (c_a.norm() + c_b.norm() + ball_a[3] + skin + ball_b[3])
+        gap = c_b - c_a
+        apart = 1 if gap.dot(gap) > reach * reach else 0
+    else:
+        ball, R_m, p_m, R_h, p_h = ball_a, Ra, pa, Rb, pb
+        if t == PairType.SLAB_TRI:
+            ball, R_m, p_m, R_h, p_h = ball_b, Rb, pb, Ra, pa
+        c = R_m @ vec3(ball[0], ball[1], ball[2]) + p_m
+        n = R_h @ vec3(0.0, 0.0, 1.0)
+        slack = TREE_SLACK * (c.norm() + p_h.norm() + ball[3])
+        apart = 1 if n.dot(c - p_h) - ball[3] > skin + slack else 0
+    return apart
+
+
 @ti.kernel
 def clear_counts(counts: nd(dtype=ti.i32, ndim=1)):
     """Writes counts = 0 (the pools' counters, before a pass appends)."""
@@ -198,7 +225,9 @@ def pair_activity(
 ):
     """Reads poses, velocities and geometry boxes. Writes pair_active[w, p] (1 when the
     geometries' boxes, geometry a's inflated by the pair's skin [m], overlap, or the mesh box
-    reaches within the pair's skin of a half-space; 0 in a diverged world), pair_box[w, p],
+    reaches within the pair's skin of a half-space; 0 in a diverged world, and 0 at once,
+    without the skin's rule, for a pair whose bounding balls are apart by more than `skin`:
+    bounds_apart, and pair_stale = 1 with an invalid reference), pair_box[w, p],
     the box intersection of a mesh-mesh pair, and pair_plane[w, p] of an active planar pair:
     the half-space's plane in the frame of the mesh's body M, n_M . x = d (n_M unit, d [m]),
     and |p_WM| [m] (the scale of the rounding of d), for find_planar. pair_stale[w, p] = 1
@@ -236,7 +265,14 @@ def pair_activity(
                 pair_ref[w, p] = skin_rule.pair_reference(0.0)  # invalid: search once the world runs again
         else:
             Ra, Rb = quat_to_mat(body_q[w, ba]), quat_to_mat(body_q[w, bb])
-            if skin > 0.0:
+            apart = bounds_apart(t, geom_ball_G[ga], Ra, body_p[w, ba], geom_ball_G[gb], Rb, body_p[w, bb], skin)
+            if apart == 1:
+                # Inactive under any skin up to `skin`: nothing to search, nothing to keep
+                # (stale, so any rows of an earlier pass are dropped), and the reference is
+                # invalid, so that the pair is searched once it comes near again.
+                if skin > 0.0 and pair_ref[w, p][7] != 0.0:
+                    pair_ref[w, p] = skin_rule.pair_reference(0.0)
+            elif skin > 0.0:
                 # F: the frame geometry, M: the moving one (collision.skin).
                 f, m = ga, gb
                 if t == PairType.TET_PLANE:
@@ -259,7 +295,7 @@ def pair_activity(
                     pair_skin = skin_rule.search_skin(skin, rate, dt)
                     pair_ref[w, p] = skin_rule.pair_reference(c_F[0], c_F[1], c_F[2], q_FM[0], q_FM[1], q_FM[2], q_FM[3],
                                                               pair_skin)
-            if t == PairType.TET_TET or t == PairType.TET_TRI:
+            if apart == 0 and (t == PairType.TET_TET or t == PairType.TET_TRI):
                 box_a = inflated(geometry_box(geom_box_G[ga], geom_ball_G[ga], Ra, body_p[w, ba]), pair_skin)
                 box_b = geometry_box(geom_box_G[gb], geom_ball_G[gb], Rb, body_p[w, bb])
                 ball_a, ball_b = geom_ball_G[ga], geom_ball_G[gb]
@@ -267,7 +303,7 @@ def pair_activity(
                                 Rb @ vec3(ball_b[0], ball_b[1], ball_b[2]) + body_p[w, bb], ball_b[3])
                 inter = intersect(intersect(box_a, box_b), lens)
                 active = box_valid(inter)
-            else:
+            elif apart == 0:
                 mesh, plane = ga, gb
                 Rm, Rh = Ra, Rb
                 if t == PairType.SLAB_TRI:
