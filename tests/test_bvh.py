@@ -170,8 +170,8 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
     axis theorem in float64; for tet-tet pairs, also crossed on both tets by the equal-pressure
     plane, plane_crosses_both, with a's slice by it meeting b well inside, slice_meets_inside,
     since the broad phase drops the others) is a candidate, and every candidate's world boxes overlap and its
-    boxes overlap in b's frame (b's element box and a's world box turned into that frame, up to
-    twice the query's slack). Planar pairs: every element the plane crosses (a rigid
+    boxes overlap in b's frame (b's element box against a's world box turned into that frame
+    and against a's element's own box there, up to twice the query's slack). Planar pairs: every element the plane crosses (a rigid
     plane) or that reaches below it (a slab) by more than SLACK is a candidate, no element
     whose vertices all lie on one side (above a slab; above or below a rigid plane) by more
     than the search's slack is, and the test prunes (fewer candidates than elements). Without a
@@ -206,6 +206,15 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
         gap_B = (np.minimum(centre_B[:, None] + half_B[:, None], local_b[None, :, 1])
                  - np.maximum(centre_B[:, None] - half_B[:, None], local_b[None, :, 0]))
         may = {tuple(ij) for ij in np.argwhere(gap_B.min(axis=2) >= -2 * TREE_SLACK * (np.linalg.norm(p_b) + 1.0))}
+        # ... and against a's element's own box in b's frame (its vertices turned there).
+        p_a = pose[host.geom_i[ga, G_BODY]][0]
+        X_a = (x_a - p_b) @ R_b
+        own_a = np.stack([X_a.min(axis=1), X_a.max(axis=1)], axis=1)
+        gap_own = np.minimum(own_a[:, None, 1], local_b[None, :, 1]) - np.maximum(own_a[:, None, 0], local_b[None, :, 0])
+        slack_own = 2 * TREE_SLACK * (np.linalg.norm(p_a) + np.linalg.norm(p_b) + 1.0)
+        tight = {tuple(ij) for ij in np.argwhere(gap_own.min(axis=2) >= -slack_own)}
+        assert len(tight & may) < len(may), "the case turns no box enough to test the tighter bound"
+        may &= tight
         may &= {tuple(ij) for ij in near}
         depth = penetration(x_a[near[:, 0]], x_b[near[:, 1]])
         hit = depth > SLACK

@@ -478,8 +478,10 @@ def find_candidates(
     from a's side only): (world, pair, element of a, element of b) where b's element box meets
     a's element box inflated by the pair's skin [m] (pair_ref: `skin` or 0, see pair_activity)
     and clamped to a's region, both in the world frame, b's elements found through its tree
-    (their boxes in b's mesh frame against the clamped box taken into that frame), unless a's
-    box misses b's bounding ball (geom_ball_G: b's elements all lie in it). A tet-tet pair that
+    (their boxes in b's mesh frame against the clamped box taken into that frame, and against
+    a's element's own box in that frame widened by the pair's skin, tighter where the bodies
+    are turned), unless a's box misses b's bounding ball (geom_ball_G: b's elements all lie in
+    it). A tet-tet pair that
     clearly has no polygon (clip.clearly_no_polygon: the equal-pressure plane misses a tet, or
     a's slice by it lies outside a face of b; both tets taken about a's vertex 0 as the narrow
     phase takes them, b's rounded otherwise, which the tests' margins cover) is not listed;
@@ -503,8 +505,11 @@ def find_candidates(
             for k in range(n_pairs if n_pairs <= K else 1):
                 near |= boxes_meet(local, geom_region_G[w, g, k])
             box_a, box_tight = empty_box(), empty_box()  # inflated by the skin, and not (for pairs searched without)
+            ia = gi[G_POOL_START] + la
+            Ra, p_Wa = ti.Matrix.identity(float, 3), vec3(0.0)  # a's pose
             if near == 1:
-                elem = element_box(gi[G_KIND], gi[G_POOL_START] + la, tet_X_G, tri_X_G, quat_to_mat(body_q[w, ba]), body_p[w, ba])
+                Ra, p_Wa = quat_to_mat(body_q[w, ba]), body_p[w, ba]
+                elem = element_box(gi[G_KIND], ia, tet_X_G, tri_X_G, Ra, p_Wa)
                 box_a = clamped_box(w, g, inflated(elem, skin), geom_region, geom_region_n)
                 box_tight = box_a
                 if skin > 0.0:
@@ -515,12 +520,10 @@ def find_candidates(
             origin, a0, a1, a2, a3, grad_a, p_a = vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), vec3(0.0), 0.0
             plane_test = box_valid(box_a) == 1 and gi[G_KIND] == TETMESH
             if plane_test:
-                Ra = quat_to_mat(body_q[w, ba])
-                ia = gi[G_POOL_START] + la
                 s_a = geom_scale[w % geom_scale.shape[0], g]
                 Xa = tet_X_G[ia]
-                origin = Ra @ vec3(Xa[0, 0], Xa[0, 1], Xa[0, 2]) + body_p[w, ba]
-                a0, a1, a2, a3 = tet_local(Xa, Ra, body_p[w, ba] - origin)
+                origin = Ra @ vec3(Xa[0, 0], Xa[0, 1], Xa[0, 2]) + p_Wa
+                a0, a1, a2, a3 = tet_local(Xa, Ra, p_Wa - origin)
                 grad_a = Ra @ (s_a * tet_grad_G[ia])
                 p_a = (s_a * tet_p[ia])[0]
             if box_valid(box_a) == 1:
@@ -547,6 +550,11 @@ def find_candidates(
                         Rt = Rb.transpose()
                         query = transformed_box(box_p, Rt, -(Rt @ pb))
                         query = inflated(query, TREE_SLACK * (box_reach(query) + pb.norm()))
+                        # a's element itself in b's frame, widened by the pair's skin: a tighter
+                        # bound than the turned box wherever the bodies are turned.
+                        own = element_box(gi[G_KIND], ia, tet_X_G, tri_X_G, Rt @ Ra, Rt @ (p_Wa - pb))
+                        own = inflated(own, (skin if s_p > 0.0 else 0.0) + TREE_SLACK * (box_reach(own) + p_Wa.norm() + pb.norm()))
+                        query = intersect(query, own)
                         node = gib[G_BVH_ROOT]
                         end = bvh_node[node][0]
                         ball = geom_ball_G[gb]
