@@ -169,13 +169,14 @@ def test_tree_candidates_match_brute_force_far_from_the_origin(arch, case):
     """Mesh-mesh pairs: every element pair that meets (penetration over SLACK, by the separating
     axis theorem in float64; for tet-tet pairs, also crossed on both tets by the equal-pressure
     plane, plane_crosses_both, with a's slice by it meeting b well inside, slice_meets_inside,
-    since the broad phase drops the others) is a candidate, and every candidate's world boxes overlap and its
-    boxes overlap in b's frame (b's element box against a's world box turned into that frame
-    and against a's element's own box there, up to twice the query's slack). Planar pairs: every element the plane crosses (a rigid
-    plane) or that reaches below it (a slab) by more than SLACK is a candidate, no element
-    whose vertices all lie on one side (above a slab; above or below a rigid plane) by more
-    than the search's slack is, and the test prunes (fewer candidates than elements). Without a
-    skin (test_skin checks the lists a skin keeps)."""
+    since the broad phase drops the others) is a candidate, and every candidate's world boxes
+    overlap and its boxes overlap in b's frame (b's element box against a's world box turned
+    into that frame and against a's element's own box there, up to twice the query's slack).
+    Planar pairs: every element the plane crosses (a rigid plane) or that reaches below it (a
+    slab) by more than SLACK is a candidate, no element whose vertices all lie on one side
+    (above a slab; above or below a rigid plane) by more than the search's slack is, and the
+    test prunes (fewer candidates than elements). Without a skin (test_skin checks the lists a
+    skin keeps)."""
     sim = th.Simulator(replace(scene(CASES[case]), collision_skin=0.0))
     counts = sim.collide()
     n = int(counts[C_CANDIDATES])

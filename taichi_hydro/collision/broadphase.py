@@ -553,7 +553,8 @@ def find_candidates(
                         # a's element itself in b's frame, widened by the pair's skin: a tighter
                         # bound than the turned box wherever the bodies are turned.
                         own = element_box(gi[G_KIND], ia, tet_X_G, tri_X_G, Rt @ Ra, Rt @ (p_Wa - pb))
-                        own = inflated(own, (skin if s_p > 0.0 else 0.0) + TREE_SLACK * (box_reach(own) + p_Wa.norm() + pb.norm()))
+                        own_slack = TREE_SLACK * (box_reach(own) + p_Wa.norm() + pb.norm())
+                        own = inflated(own, (skin if s_p > 0.0 else 0.0) + own_slack)
                         query = intersect(query, own)
                         node = gib[G_BVH_ROOT]
                         end = bvh_node[node][0]
