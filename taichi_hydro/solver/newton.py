@@ -362,7 +362,21 @@ def newton_funcs(real):
     def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
         """The dense Cholesky factor of the (updated) diagonal block J, in place (lower
         triangle), computed on the block loaded once (load_block)."""
-        L = load_block(H, w, J, J)
+        store_lower(H, w, J, cholesky_block(load_block(H, w, J, J)))
+
+    @ti.func
+    def store_lower(H: ti.template(), w: ti.i32, J: ti.i32, L: rmat6):
+        """The lower triangle of L to the diagonal block J of H (the factor reads no other part
+        of it)."""
+        for r in ti.static(range(6)):
+            for c in ti.static(range(r + 1)):
+                H[w, 6 * J + r, 6 * J + c] = L[r, c]
+
+    @ti.func
+    def cholesky_block(S: rmat6) -> rmat6:
+        """The dense Cholesky factor (lower triangle; the upper is S's) of the 6x6 block S,
+        reading S's lower triangle only; pivots floored at `tiny`."""
+        L = S
         for j in ti.static(range(6)):
             d = L[j, j]
             for k in ti.static(range(j)):
@@ -374,32 +388,38 @@ def newton_funcs(real):
                 for k in ti.static(range(j)):
                     x -= L[i, k] * L[j, k]
                 L[i, j] = x / d
-        for r in ti.static(range(6)):
-            for c in ti.static(range(r + 1)):
-                H[w, 6 * J + r, 6 * J + c] = L[r, c]
+        return L
 
     @ti.func
-    def solve_block(w: ti.i32, I: ti.i32, J: ti.i32, H: ti.template()):
-        """The factor's block L[I, J] (I > J) from its updated value S: X L_JJ^T = S, on both
-        blocks loaded once (load_block)."""
-        L = load_block(H, w, J, J)
-        X = load_block(H, w, I, J)
+    def solve_right(S: rmat6, L: rmat6) -> rmat6:
+        """X with X L^T = S (L lower triangular: a factored diagonal block), row by row by
+        forward substitution."""
+        X = S
         for r in ti.static(range(6)):
             for jj in ti.static(range(6)):
                 x = X[r, jj]
                 for k in ti.static(range(jj)):
                     x -= X[r, k] * L[jj, k]
                 X[r, jj] = x / L[jj, jj]
+        return X
+
+    @ti.func
+    def minus_product(C: rmat6, a: rmat6, b: rmat6, diagonal: ti.template()) -> rmat6:
+        """C - a b^T, each entry's six products summed in column order (update_entry's sums);
+        the lower triangle only for a diagonal block (the rest is C's)."""
+        X = C
         for r in ti.static(range(6)):
-            for c in ti.static(range(6)):
-                H[w, 6 * I + r, 6 * J + c] = X[r, c]
+            for c in ti.static(range(r + 1 if diagonal else 6)):
+                X[r, c] -= (a[r, 0] * b[c, 0] + a[r, 1] * b[c, 1] + a[r, 2] * b[c, 2] + a[r, 3] * b[c, 3]
+                            + a[r, 4] * b[c, 4] + a[r, 5] * b[c, 5])
+        return X
 
     @ti.func
     def factor_row(w: ti.i32, I: ti.i32, J: ti.i32, r: ti.i32, H: ti.template(), padj: ti.template(), rows: ti.template(),
                    row_len: ti.template()):
         """Row r of the factor's block L[I, J] (I > J, on the pattern): the updates by the
         columns K < J that I and J share, then the solve X L_JJ^T = S, with factor_and_solve's
-        arithmetic (update_block, then solve_block) on the row held in registers. The rows of
+        arithmetic (minus_product, then solve_right) on the row held in registers. The rows of
         every I are independent (they read only columns K <= J, already factored): the block
         schedule gives each to a lane."""
         x = rvec6([H[w, 6 * I + r, 6 * J + c] for c in ti.static(range(6))])
@@ -437,27 +457,57 @@ def newton_funcs(real):
     def forward_diagonal(w: ti.i32, I: ti.i32, H: ti.template(), dv: ti.template()):
         """dv[6I:6I + 6] = L[I, I]^-1 dv[6I:6I + 6] (forward substitution on the factored
         diagonal block, loaded once)."""
-        L = load_block(H, w, I, I)
-        x = rvec6([dv[w, 6 * I + r] for r in ti.static(range(6))])
+        x = forward_solve(load_block(H, w, I, I), load_segment(dv, w, I))
+        for r in ti.static(range(6)):
+            dv[w, 6 * I + r] = x[r]
+
+    @ti.func
+    def load_segment(x: ti.template(), w: ti.i32, I: ti.i32) -> rvec6:
+        """x[w, 6I:6I + 6] as a local vector (its loads issued together, as load_block's)."""
+        return rvec6([x[w, 6 * I + r] for r in ti.static(range(6))])
+
+    @ti.func
+    def forward_solve(L: rmat6, b: rvec6) -> rvec6:
+        """L^-1 b, L lower triangular (forward substitution)."""
+        x = b
         for r in ti.static(range(6)):
             y = x[r]
             for k in ti.static(range(r)):
                 y -= L[r, k] * x[k]
             x[r] = y / L[r, r]
-        for r in ti.static(range(6)):
-            dv[w, 6 * I + r] = x[r]
+        return x
 
     @ti.func
-    def backward_diagonal(w: ti.i32, I: ti.i32, H: ti.template(), dv: ti.template()):
-        """dv[6I:6I + 6] = L[I, I]^-T dv[6I:6I + 6] (back substitution on the factored diagonal
-        block, loaded once)."""
-        L = load_block(H, w, I, I)
-        x = rvec6([dv[w, 6 * I + r] for r in ti.static(range(6))])
+    def backward_solve(L: rmat6, b: rvec6) -> rvec6:
+        """L^-T b, L lower triangular (back substitution)."""
+        x = b
         for i in ti.static(range(5, -1, -1)):
             y = x[i]
             for k in ti.static(range(i + 1, 6)):
                 y -= L[k, i] * x[k]
             x[i] = y / L[i, i]
+        return x
+
+    @ti.func
+    def minus_block_times(x: rvec6, A: rmat6, y: rvec6, transposed: ti.template()) -> rvec6:
+        """x - A y (transposed: x - A^T y), each row's six products summed in column order from
+        zero (subtract_row_product's sums)."""
+        out = x
+        for r in ti.static(range(6)):
+            t = ti.cast(0.0, real)
+            for k in ti.static(range(6)):
+                if ti.static(transposed):
+                    t += A[k, r] * y[k]
+                else:
+                    t += A[r, k] * y[k]
+            out[r] -= t
+        return out
+
+    @ti.func
+    def backward_diagonal(w: ti.i32, I: ti.i32, H: ti.template(), dv: ti.template()):
+        """dv[6I:6I + 6] = L[I, I]^-T dv[6I:6I + 6] (back substitution on the factored diagonal
+        block, loaded once)."""
+        x = backward_solve(load_block(H, w, I, I), load_segment(dv, w, I))
         for r in ti.static(range(6)):
             dv[w, 6 * I + r] = x[r]
 
@@ -470,18 +520,23 @@ def newton_funcs(real):
         order of the block schedule's parallel solves, whose sums are these to the bit. Block
         rows [P0, P1) only: an island's (its pattern stays inside)."""
         for I in range(P0, P1):  # forward: L y = -D grad
-            for r in range(6):
-                dv[w, 6 * I + r] = -scale[w, 6 * I + r] * grad[w, 6 * I + r]
+            x = rvec6([-scale[w, 6 * I + r] * grad[w, 6 * I + r] for r in ti.static(range(6))])
             for n in range(row_len[w, I]):
-                for r in range(6):
-                    subtract_row_product(w, I, rows[w, I, n], r, False, H, dv)
-            forward_diagonal(w, I, H, dv)
+                K = rows[w, I, n]
+                x = minus_block_times(x, load_block(H, w, I, K), load_segment(dv, w, K), False)
+            x = forward_solve(load_block(H, w, I, I), x)
+            for r in ti.static(range(6)):
+                dv[w, 6 * I + r] = x[r]
         for KK in range(P0, P1):  # backward: L^T x = y, dv = D x
             K = P1 - 1 - (KK - P0)
-            backward_diagonal(w, K, H, dv)
+            x = backward_solve(load_block(H, w, K, K), load_segment(dv, w, K))
+            for r in ti.static(range(6)):
+                dv[w, 6 * K + r] = x[r]
             for n in range(row_len[w, K]):
-                for r in range(6):
-                    subtract_row_product(w, rows[w, K, n], K, r, True, H, dv)
+                I = rows[w, K, n]
+                y = minus_block_times(load_segment(dv, w, I), load_block(H, w, K, I), x, True)
+                for r in ti.static(range(6)):
+                    dv[w, 6 * I + r] = y[r]
         for i in range(6 * P0, 6 * P1):
             dv[w, i] *= scale[w, i]
 
@@ -495,20 +550,6 @@ def newton_funcs(real):
         return rmat6([[H[w, 6 * I + r, 6 * K + k] for k in ti.static(range(6))] for r in ti.static(range(6))])
 
     @ti.func
-    def update_block(H: ti.template(), w: ti.i32, I: ti.i32, J: ti.i32, K: ti.i32, diagonal: ti.template()):
-        """H[I, J] -= L[I, K] L[J, K]^T, each entry as update_entry sums it, from both blocks
-        loaded once (update_entry reloads a row of each per entry). A diagonal block (I = J)
-        gets its lower triangle only: the factorisation reads no other part of it."""
-        a = load_block(H, w, I, K)
-        b = a
-        if ti.static(not diagonal):
-            b = load_block(H, w, J, K)
-        for r in ti.static(range(6)):
-            for c in ti.static(range(r + 1 if diagonal else 6)):
-                H[w, 6 * I + r, 6 * J + c] -= (a[r, 0] * b[c, 0] + a[r, 1] * b[c, 1] + a[r, 2] * b[c, 2] + a[r, 3] * b[c, 3]
-                                               + a[r, 4] * b[c, 4] + a[r, 5] * b[c, 5])
-
-    @ti.func
     def factor_and_solve(w: ti.i32, P0: ti.i32, P1: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(),
                          scale: ti.template(), padj: ti.template(), rows: ti.template(), row_len: ti.template()):
         """dv = -H^-1 grad on the block rows and columns [P0, P1) (an island's: no pattern block
@@ -519,17 +560,24 @@ def newton_funcs(real):
             scale[w, i] = 1.0 / ti.sqrt(H[w, i, i])
         for I in range(P0, P1):
             scale_block_row(w, I, H, scale, rows, row_len)
-        for J in range(P0, P1):
+        for J in range(P0, P1):  # each block updated in registers and stored once
+            D = load_block(H, w, J, J)
             for n in range(row_len[w, J]):
-                update_block(H, w, J, J, rows[w, J, n], True)
-            factor_diagonal(w, J, H)
+                a = load_block(H, w, J, rows[w, J, n])
+                D = minus_product(D, a, a, True)
+            L = cholesky_block(D)
+            store_lower(H, w, J, L)
             for I in range(J + 1, P1):  # factor_row's arithmetic, all six rows' updates first
                 if padj[w, I, J] == 1:
+                    X = load_block(H, w, I, J)
                     for n in range(row_len[w, I]):
                         K = rows[w, I, n]
                         if K < J and padj[w, J, K] == 1:
-                            update_block(H, w, I, J, K, False)
-                    solve_block(w, I, J, H)
+                            X = minus_product(X, load_block(H, w, I, K), load_block(H, w, J, K), False)
+                    X = solve_right(X, L)
+                    for r in ti.static(range(6)):
+                        for c in ti.static(range(6)):
+                            H[w, 6 * I + r, 6 * J + c] = X[r, c]
         triangular_solves(w, P0, P1, H, grad, dv, scale, rows, row_len)
 
     @ti.func
