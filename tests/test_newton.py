@@ -595,3 +595,64 @@ def test_body_order_is_minimum_degree_with_its_fill(arch, B):
     lens, listed = row_len.to_numpy()[0], rows.to_numpy()[0]
     for I in range(B):
         np.testing.assert_array_equal(listed[I, :lens[I]], np.flatnonzero(expect[I, :I]))
+
+
+def test_block_factor_functions_match_numpy(arch):
+    """The factor's pure 6x6 block functions (newton_funcs) on random blocks against numpy
+    in float64: cholesky_block of an SPD block S gives L with L L^T = S; solve_right gives X
+    with X L^T = B; forward_solve and backward_solve give L^-1 b and L^-T b; minus_product
+    gives C - a b^T (for a diagonal block only the lower triangle, the rest left as C's); and
+    minus_block_times gives x - A y and x - A^T y. Each to 1e-12 relative (6x6, condition
+    below 1e3). A pure float64 function: once, on the cpu pass."""
+    if arch != "cpu":
+        pytest.skip("pure float64 functions: run once, on the cpu pass")
+    import taichi as ti
+
+    from taichi_hydro.solver.newton import newton_funcs
+    from taichi_hydro.types import nd
+
+    f = newton_funcs(ti.f64)
+    m6 = ti.types.matrix(6, 6, ti.f64)
+    v6 = ti.types.vector(6, ti.f64)
+
+    @ti.kernel
+    def run(S: nd(dtype=m6, ndim=1), B: nd(dtype=m6, ndim=1), b: nd(dtype=v6, ndim=1), out_m: nd(dtype=m6, ndim=2),
+            out_v: nd(dtype=v6, ndim=2)):
+        for i in range(S.shape[0]):
+            L = f.cholesky_block(S[i])
+            out_m[i, 0] = L
+            out_m[i, 1] = f.solve_right(B[i], L)
+            out_m[i, 2] = f.minus_product(S[i], B[i], L, False)
+            out_m[i, 3] = f.minus_product(S[i], B[i], B[i], True)
+            out_v[i, 0] = f.forward_solve(L, b[i])
+            out_v[i, 1] = f.backward_solve(L, b[i])
+            out_v[i, 2] = f.minus_block_times(b[i], B[i], b[i], False)
+            out_v[i, 3] = f.minus_block_times(b[i], B[i], b[i], True)
+
+    rng = np.random.default_rng(11)
+    n = 50
+    A = rng.normal(size=(n, 6, 6))
+    S = A @ A.transpose(0, 2, 1) + 0.5 * np.eye(6)
+    B = rng.normal(size=(n, 6, 6))
+    b = rng.normal(size=(n, 6))
+    arrays = [ti.ndarray(m6, n), ti.ndarray(m6, n), ti.ndarray(v6, n), ti.ndarray(m6, (n, 4)), ti.ndarray(v6, (n, 4))]
+    for a, x in zip(arrays, (S, B, b)):
+        a.from_numpy(x)
+    run(*arrays)
+    out_m, out_v = arrays[3].to_numpy(), arrays[4].to_numpy()
+    L = np.tril(out_m[:, 0])
+    tol = 1e-12
+
+    def close(got, want):
+        assert np.abs(got - want).max() <= tol * max(1.0, np.abs(want).max())
+
+    close(L @ L.transpose(0, 2, 1), S)
+    close(out_m[:, 1] @ L.transpose(0, 2, 1), B)
+    close(out_m[:, 2], S - B @ out_m[:, 0].transpose(0, 2, 1))  # the whole of L's block, upper part included
+    lower = np.tril(np.ones((6, 6), bool))
+    close(out_m[:, 3][:, lower], (S - B @ B.transpose(0, 2, 1))[:, lower])
+    np.testing.assert_array_equal(out_m[:, 3][:, ~lower], S[:, ~lower])
+    close(np.einsum("nij,nj->ni", L, out_v[:, 0]), b)
+    close(np.einsum("nji,nj->ni", L, out_v[:, 1]), b)
+    close(out_v[:, 2], b - np.einsum("nij,nj->ni", B, b))
+    close(out_v[:, 3], b - np.einsum("nji,nj->ni", B, b))
