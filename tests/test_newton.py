@@ -267,8 +267,9 @@ def test_contact_cost_is_the_integral_of_the_response(arch):
     """newton_funcs.contact_cost (the cost l that world_funcs.choose_start compares)
     differentiates to the response that the line search uses: along a direction d, the
     central difference of a contact's cost equals -gamma(u) . d (newton_funcs.directional's
-    first term) to 1e-6 relative, on random velocities that cover pressed and separating
-    normals, stick and slide. Points within 1e-4 m/s of a kink (u_n = vhat, |u_t| = g R_t) are
+    first term), and the central difference of that first term equals d . G(u) d (its second),
+    to 1e-6 relative, on random velocities that cover pressed and separating normals, stick
+    and slide. Points within 1e-4 m/s of a kink (u_n = vhat, |u_t| = g R_t) are
     left out: there the difference quotient straddles two pieces. A pure function in float64:
     once, on the cpu pass."""
     if arch != "cpu":
@@ -287,7 +288,10 @@ def test_contact_cost_is_the_integral_of_the_response(arch):
               out: nd(dtype=ti.f64, ndim=2)):
         for i in range(u.shape[0]):
             out[i, 0] = (f.contact_cost(u[i] + h * d[i], g[i], reg[i]) - f.contact_cost(u[i] - h * d[i], g[i], reg[i])) / (2 * h)
-            out[i, 1], _ = f.directional(u[i], d[i], g[i], reg[i])
+            out[i, 1], out[i, 3] = f.directional(u[i], d[i], g[i], reg[i])
+            up, _ = f.directional(u[i] + h * d[i], d[i], g[i], reg[i])
+            down, _ = f.directional(u[i] - h * d[i], d[i], g[i], reg[i])
+            out[i, 2] = (up - down) / (2 * h)
 
     rng = np.random.default_rng(7)
     n = 2000
@@ -299,7 +303,7 @@ def test_contact_cost_is_the_integral_of_the_response(arch):
     vhat, Rt = float(reg[0, R_VHAT]), float(reg[0, R_RT])
     slip = np.linalg.norm(u[:, :2], axis=1)
     clear = (np.abs(u[:, 2] - vhat) > 1e-4) & (np.abs(slip - g * Rt) > 1e-4)
-    arrays = [ti.ndarray(v3, n), ti.ndarray(v3, n), ti.ndarray(ti.f64, n), ti.ndarray(contact_reg, n), ti.ndarray(ti.f64, (n, 2))]
+    arrays = [ti.ndarray(v3, n), ti.ndarray(v3, n), ti.ndarray(ti.f64, n), ti.ndarray(contact_reg, n), ti.ndarray(ti.f64, (n, 4))]
     for a, value in zip(arrays, (u, d, g, reg)):
         a.from_numpy(value)
     terms(*arrays)
@@ -308,6 +312,7 @@ def test_contact_cost_is_the_integral_of_the_response(arch):
     pressed = u[clear, 2] < vhat
     assert 0 < stick.sum() < len(stick) and 0 < pressed.sum() < len(stick)  # every piece is sampled
     np.testing.assert_allclose(out[:, 0], out[:, 1], rtol=1e-6, atol=1e-6 * np.abs(out[:, 1]).max())
+    np.testing.assert_allclose(out[:, 2], out[:, 3], rtol=1e-6, atol=1e-6 * np.abs(out[:, 3]).max())
 
 
 def test_previous_solution_is_the_start_only_where_it_costs_less(arch):

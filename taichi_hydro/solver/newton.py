@@ -181,24 +181,22 @@ def newton_funcs(real):
     def directional(u: rvec3, d: rvec3, g: real, reg: contact_reg):
         """(-gamma(u) . d, d . G(u) d): one contact's terms of the cost's first and second
         derivatives along the contact velocity direction d (response() with the exact slip
-        curvature, without forming G)."""
+        curvature, without forming G). Branch-free, as response(): the line search runs it
+        over every row several times per iteration, and a branch on the row's regime (active
+        or not, sticking or sliding) mispredicts where the regimes mix (a one-thread pass over
+        the falling pile's rows at its impacts took 5.1 us per world with the branches, 3.1
+        without)."""
         Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
-        d1 = ti.cast(0.0, real)
-        d2 = ti.cast(0.0, real)
+        zero = ti.cast(0.0, real)
         x = vhat - u[2]
-        if x > 0.0:
-            d1 = -x / Rn * d[2]
-            d2 = d[2] * d[2] / Rn
+        active = x > 0.0
         slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
         ud = u[0] * d[0] + u[1] * d[1]
         dd = d[0] * d[0] + d[1] * d[1]
-        if slip <= g * Rt:
-            d1 += ud / Rt
-            d2 += dd / Rt
-        else:
-            k = g / slip
-            d1 += k * ud
-            d2 += k * (dd - ud * ud / (slip * slip))
+        stick = slip <= g * Rt
+        k = g / slip  # sliding only (slip > g Rt >= 0)
+        d1 = ti.select(active, -x / Rn * d[2], zero) + ti.select(stick, ud / Rt, k * ud)
+        d2 = ti.select(active, d[2] * d[2] / Rn, zero) + ti.select(stick, dd / Rt, k * (dd - ud * ud / (slip * slip)))
         return d1, d2
 
     @ti.func
