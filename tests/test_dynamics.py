@@ -373,8 +373,9 @@ def test_gauss_seidel_sleep_skips_settled_bodies_at_no_cost_in_accuracy(arch):
     the same warm-started state with sleep off and on (sweep cap raised so that both stop by
     the tolerance) and against a converged solve (tolerance 0, 20 000 sweeps).
     - Sleep skips contacts (observed in the deterministic mode: 66 254 updates in 115 sweeps of
-      578 contacts, against 65 314 in 113 sweeps without sleep). Spheres fall asleep and are woken again: counted with a one-off probe, about
-      4000 wakes over the pile's first 150 steps, 141 in this step.
+      578 contacts, against 65 314 in 113 sweeps without sleep). Spheres fall asleep and are
+      woken again: counted with a one-off probe, about 4000 wakes over the pile's first 150
+      steps, 141 in this step.
     - Sweeps: a sphere that is never woken again keeps a drift the stopping test counts, so
       the solve would run to the cap (5000 sweeps); allowed: 25 % more than without sleep.
     - Accuracy: the slow friction modes leave both solves tens of tolerances from the

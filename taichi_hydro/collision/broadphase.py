@@ -481,13 +481,13 @@ def find_candidates(
     (their boxes in b's mesh frame against the clamped box taken into that frame, and against
     a's element's own box in that frame widened by the pair's skin, tighter where the bodies
     are turned), unless a's box misses b's bounding ball (geom_ball_G: b's elements all lie in
-    it). A tet-tet pair that
-    clearly has no polygon (clip.clearly_no_polygon: the equal-pressure plane misses a tet, or
-    a's slice by it lies outside a face of b; both tets taken about a's vertex 0 as the narrow
-    phase takes them, b's rounded otherwise, which the tests' margins cover) is not listed;
-    with the pair's skin, only one that has none in any pose the kept list must cover (b moved
-    by at most that skin relative to a). Elements within the pair's skin of each other are
-    inside the pair's box, so inside the clamped box: no such pair is missed."""
+    it). A tet-tet pair that clearly has no polygon (clip.clearly_no_polygon: the
+    equal-pressure plane misses a tet, or a's slice by it lies outside a face of b; both tets
+    taken about a's vertex 0 as the narrow phase takes them, b's rounded otherwise, which the
+    tests' margins cover) is not listed; with the pair's skin, only one that has none in any
+    pose the kept list must cover (b moved by at most that skin relative to a). Elements
+    within the pair's skin of each other are inside the pair's box, so inside the clamped
+    box: no such pair is missed."""
     W = body_p.shape[0]
     K = geom_region_pair.shape[2]
     ti.loop_config(serialize=backend.SERIAL_LOOPS)

@@ -456,13 +456,18 @@ def newton_funcs(real):
         """dv[6I:6I + 6] = L[I, I]^-1 dv[6I:6I + 6] (forward substitution on the factored
         diagonal block, loaded once)."""
         x = forward_solve(load_block(H, w, I, I), load_segment(dv, w, I))
-        for r in ti.static(range(6)):
-            dv[w, 6 * I + r] = x[r]
+        store_segment(dv, w, I, x)
 
     @ti.func
     def load_segment(x: ti.template(), w: ti.i32, I: ti.i32) -> rvec6:
         """x[w, 6I:6I + 6] as a local vector (its loads issued together, as load_block's)."""
         return rvec6([x[w, 6 * I + r] for r in ti.static(range(6))])
+
+    @ti.func
+    def store_segment(x: ti.template(), w: ti.i32, I: ti.i32, y: rvec6):
+        """x[w, 6I:6I + 6] = y (load_segment's inverse)."""
+        for r in ti.static(range(6)):
+            x[w, 6 * I + r] = y[r]
 
     @ti.func
     def forward_solve(L: rmat6, b: rvec6) -> rvec6:
@@ -506,8 +511,7 @@ def newton_funcs(real):
         """dv[6I:6I + 6] = L[I, I]^-T dv[6I:6I + 6] (back substitution on the factored diagonal
         block, loaded once)."""
         x = backward_solve(load_block(H, w, I, I), load_segment(dv, w, I))
-        for r in ti.static(range(6)):
-            dv[w, 6 * I + r] = x[r]
+        store_segment(dv, w, I, x)
 
     @ti.func
     def triangular_solves(w: ti.i32, P0: ti.i32, P1: ti.i32, H: ti.template(), grad: ti.template(), dv: ti.template(),
@@ -523,18 +527,15 @@ def newton_funcs(real):
                 K = rows[w, I, n]
                 x = minus_block_times(x, load_block(H, w, I, K), load_segment(dv, w, K), False)
             x = forward_solve(load_block(H, w, I, I), x)
-            for r in ti.static(range(6)):
-                dv[w, 6 * I + r] = x[r]
+            store_segment(dv, w, I, x)
         for KK in range(P0, P1):  # backward: L^T x = y, dv = D x
             K = P1 - 1 - (KK - P0)
             x = backward_solve(load_block(H, w, K, K), load_segment(dv, w, K))
-            for r in ti.static(range(6)):
-                dv[w, 6 * K + r] = x[r]
+            store_segment(dv, w, K, x)
             for n in range(row_len[w, K]):
                 I = rows[w, K, n]
                 y = minus_block_times(load_segment(dv, w, I), load_block(H, w, K, I), x, True)
-                for r in ti.static(range(6)):
-                    dv[w, 6 * I + r] = y[r]
+                store_segment(dv, w, I, y)
         for i in range(6 * P0, 6 * P1):
             dv[w, i] *= scale[w, i]
 
