@@ -183,9 +183,8 @@ def newton_funcs(real):
         derivatives along the contact velocity direction d (response() with the exact slip
         curvature, without forming G). Branch-free, as response(): the line search runs it
         over every row several times per iteration, and a branch on the row's regime (active
-        or not, sticking or sliding) mispredicts where the regimes mix (a one-thread pass over
-        the falling pile's rows at its impacts took 5.1 us per world with the branches, 3.1
-        without)."""
+        or not, sticking or sliding) mispredicts where the regimes mix, as at impacts (README,
+        "The line search without branches")."""
         Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
         zero = ti.cast(0.0, real)
         x = vhat - u[2]
