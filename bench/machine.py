@@ -80,3 +80,12 @@ def machine() -> dict:
         "python": platform.python_version(),
         "gpu": _first(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]),
     }
+
+
+def pool_cores() -> list[int] | str:
+    """The cores the cpu backend's pool threads were pinned to, one per thread (backend.init's
+    pin_threads), or why they were not."""
+    import taichi_hydro as th
+
+    pinned = th.backend.pinned_threads()
+    return pinned if isinstance(pinned, str) else [pinned[t] for t in sorted(pinned)]

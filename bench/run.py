@@ -31,7 +31,7 @@ from taichi_hydro.types import C_POLYGONS
 
 from . import cases as registry
 from . import states
-from .machine import describe, machine
+from .machine import describe, machine, pool_cores
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,11 +46,11 @@ def _median_time(fn, min_time=0.5, min_calls=3, max_calls=200) -> float:
     return statistics.median(times)
 
 
-def contact_worker(arch: str, names: list[str], quick: bool, cpu_threads: int | None = None) -> None:
+def contact_worker(arch: str, names: list[str], quick: bool, cpu_threads: int | None = None, pin_threads: bool = True) -> None:
     """Time Simulator.collide() (the whole device pipeline, all worlds) per point; print JSON.
     cpu_threads: the cpu backend's threads (1 serialises the loops, backend.SERIAL_LOOPS)."""
 
-    th.init(arch, cpu_threads=cpu_threads)
+    th.init(arch, cpu_threads=cpu_threads, pin_threads=pin_threads)
     device = describe(arch)
     for name in names:
         case = registry.find(name)
@@ -77,6 +77,7 @@ def contact_worker(arch: str, names: list[str], quick: bool, cpu_threads: int | 
                 "polygons_per_s": polygons / query_s,
                 "pool_passes": sim.collision.passes,
                 "cpu_threads": cpu_threads,
+                "pool_cores": pool_cores(),
             }
             print(json.dumps(row), flush=True)
 
@@ -87,7 +88,8 @@ def _worlds(case, quick: bool) -> tuple[int, ...]:
 
 def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int | None = None, schedule: str | None = None,
                     deterministic: bool = False, method: str | None = None, linear: str | None = None,
-                    cpu_threads: int | None = None, presweeps: int | None = None, skin: float | None = None) -> None:
+                    cpu_threads: int | None = None, presweeps: int | None = None, skin: float | None = None,
+                    pin_threads: bool = True) -> None:
     """Time Simulator.step() over each case's interval per world count; print JSON.
 
     A case with settle steps starts from its saved state (bench/states/<case>.npz, made once
@@ -113,7 +115,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     point twice, the default mode then [solver] deterministic = true (rows say which)."""
     from taichi_hydro.memory import device_bytes
 
-    th.init(arch, cpu_threads=cpu_threads)
+    th.init(arch, cpu_threads=cpu_threads, pin_threads=pin_threads)
     device = describe(arch)
     for name in names:
         case = registry.find_dynamics(name)
@@ -169,6 +171,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "solver": f"{sim.method}/{sim.schedule}",
                 **({"presweeps": sim.options.presweeps} if sim.method == "newton" else {}),
                 "cpu_threads": cpu_threads,
+                "pool_cores": pool_cores(),
                 "skin_m": sim.scene.collision_skin,
                 "deterministic": det,
                 "pool_capacities": list(sim.collision.caps.as_tuple()),
@@ -468,6 +471,8 @@ def main(argv=None) -> int:
                    help="dynamics: run Drake in this many processes at once (one per core) and report their total world-steps/s")
     p.add_argument("--cpu-threads", type=int, help="threads of the cpu backend (default: one per core; 1 serialises every "
                    "kernel's loops: no thread-pool dispatch per launch, the setting for one world)")
+    p.add_argument("--no-pin-threads", action="store_true", help="leave the cpu pool's threads to the scheduler "
+                   "(backend.init(pin_threads=False); default: each on a core of its own)")
     p.add_argument("--append", action="store_true", help="add to --out instead of replacing it (one meta line per run)")
     args = p.parse_args(argv)
     arches = args.arch.split(",")
@@ -499,10 +504,10 @@ def main(argv=None) -> int:
     if args.worker:
         try:
             if args.suite == "contact":
-                contact_worker(args.arch, names, args.quick, args.cpu_threads)
+                contact_worker(args.arch, names, args.quick, args.cpu_threads, not args.no_pin_threads)
             else:
                 dynamics_worker(args.arch, names, args.quick, args.worker_worlds, args.schedule, args.deterministic, args.method,
-                                args.linear, args.cpu_threads, args.presweeps, args.skin)
+                                args.linear, args.cpu_threads, args.presweeps, args.skin, not args.no_pin_threads)
         except th.HydroError as exc:  # one line for the parent to show
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -535,6 +540,8 @@ def main(argv=None) -> int:
                 cmd.append("--deterministic")
             if args.cpu_threads is not None:
                 cmd += ["--cpu-threads", str(args.cpu_threads)]
+            if args.no_pin_threads:
+                cmd.append("--no-pin-threads")
             if args.quick:
                 cmd.append("--quick")
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -8,11 +8,11 @@ import os
 import sys
 import warnings
 
-from . import frontend
+from . import affinity, frontend
 from .errors import BackendError, LaunchBudgetError
 
 __all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
-           "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS", "WORLD_SPREAD"]
+           "pinned_threads", "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS", "WORLD_SPREAD"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
 
@@ -47,7 +47,7 @@ launches spread any range."""
 
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
-         profiler: bool = False, cpu_threads: int | None = None, optimize: bool = True) -> str:
+         profiler: bool = False, cpu_threads: int | None = None, optimize: bool = True, pin_threads: bool = True) -> str:
     """Start Taichi on `arch` ("cpu", "vulkan" or "cuda"). Raises BackendError if that backend
     is not available; never falls back to another one. Calling init again with the same
     arguments is a no-op; with different ones it restarts Taichi (every Simulator made before
@@ -63,7 +63,10 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     world). optimize: Taichi's IR optimisation passes
     (its advanced_optimization); False compiled the pile's step kernels 2.7x faster on a cold
     cache (21 s instead of 58 s) and stepped 1.55x slower (README, "The main job"): for short
-    runs on a cold cache, such as the main job. Returns the arch name."""
+    runs on a cold cache, such as the main job. pin_threads: on cpu with a thread pool, pin the
+    pool's threads to cores of their own (affinity.pin_pool; Linux; pinned_threads() says what
+    was done): Taichi's pool otherwise sometimes runs a launch on one core while the other idles
+    (README, "Pool threads on cores of their own"). Returns the arch name."""
     import taichi as ti
 
     if arch not in ARCHES:
@@ -76,8 +79,11 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         raise BackendError(f"cpu_threads must be a positive integer or None, got {cpu_threads!r}")
     if not isinstance(optimize, bool):
         raise BackendError(f"optimize must be True or False, got {optimize!r}")
+    if not isinstance(pin_threads, bool):
+        raise BackendError(f"pin_threads must be True or False, got {pin_threads!r}")
     if (_state["arch"] == arch and _state["precision"] == precision and _state.get("profiler", False) == profiler
-            and _state.get("cpu_threads") == cpu_threads and _state.get("optimize", True) == optimize):
+            and _state.get("cpu_threads") == cpu_threads and _state.get("optimize", True) == optimize
+            and _state.get("pin_threads", True) == pin_threads):
         return arch
     if _state["arch"] is not None:
         _end_runtime()
@@ -100,6 +106,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     global SERIAL_LOOPS, WORLD_SPREAD
     SERIAL_LOOPS = arch == "cpu" and cpu_threads == 1
     WORLD_SPREAD = 1024 * (cpu_threads or os.cpu_count() or 1) if arch == "cpu" and not SERIAL_LOOPS else 0
+    threads_before = affinity.thread_ids()
     try:
         # ti.init prints "Starting on arch=..." on stdout: send it to stderr.
         with contextlib.redirect_stdout(sys.stderr if quiet else sys.stdout):
@@ -113,11 +120,14 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         ti.reset()
         _state.update(arch=None, precision=None)
         raise BackendError(f"taichi started on {got} instead of {arch!r}")
-    _state.update(arch=arch, precision=precision, profiler=profiler, cpu_threads=cpu_threads, optimize=optimize, launch_budget=None,
-                  launches=0,
-                  generation=_state["generation"] + 1,
+    _state.update(arch=arch, precision=precision, profiler=profiler, cpu_threads=cpu_threads, optimize=optimize,
+                  pin_threads=pin_threads, launch_budget=None, launches=0, generation=_state["generation"] + 1,
+                  pinned="no thread pool (not cpu, or one serial thread)" if pin_threads else "not asked (pin_threads=False)",
                   settings=dict(arch=arch, precision=precision, debug=debug, cache_dir=cache_dir, quiet=quiet, profiler=profiler,
-                                cpu_threads=cpu_threads, optimize=optimize))
+                                cpu_threads=cpu_threads, optimize=optimize, pin_threads=pin_threads))
+    if pin_threads and arch == "cpu" and not SERIAL_LOOPS:
+        _state["pinned"] = affinity.pin_pool(affinity.thread_ids() - threads_before, cpu_threads or os.cpu_count() or 1,
+                                             _spread_probe)
     if arch == "vulkan":
         _probe_loop_atomics()
         from .vulkan_info import vulkan_devices
@@ -214,6 +224,24 @@ def spend_launches(count: int, *, check_only: bool = False) -> None:
         )
     if not check_only:
         _state["launches"] += count
+
+
+def pinned_threads() -> dict[int, int] | str:
+    """The cpu pool's thread -> core map that init applied (pin_threads), or why none was."""
+    require_init()
+    return _state["pinned"]
+
+
+def _spread_probe() -> None:
+    """A launch over the whole cpu pool, for affinity.pin_pool to find its threads by: 4096
+    items of 300 dependent sines, a few milliseconds on two cores."""
+    import taichi as ti
+
+    from .probe import spread_work
+
+    out = ti.ndarray(ti.f32, 4096)
+    spread_work(out, 300)
+    ti.sync()
 
 
 def _probe_loop_atomics() -> None:
