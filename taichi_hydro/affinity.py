@@ -1,10 +1,10 @@
 """Pinning the cpu backend's pool threads to distinct cores (Linux; elsewhere nothing is done).
 
 Why: Taichi 1.7's thread pool wakes its workers through one condition variable at every
-launch, and Linux may queue two of them on the same core while another core idles (a woken
-thread is placed near its waker); a launch then runs on one thread, or its threads slow each
-other down, and which happens changes from launch to launch. Each worker pinned to a core of
-its own removes that choice (README, "Pool threads on cores of their own").
+launch, and unpinned they sometimes ran a whole launch on one core while the other idled (on
+a 2-core machine a launch took either half or all of the one-thread time, by chance, launch by
+launch). Each worker pinned to a core of its own removes the scheduler's choice, and with it
+the slow launches (README, "Pool threads on cores of their own").
 
 The pool's threads are not named, so they are found by what they do: the threads that
 backend.init's ti.init created and that run while a probe kernel spreads over the pool
@@ -64,8 +64,8 @@ def assignment(tids: list[int], cpus: list[int]) -> dict[int, int]:
 def pin_pool(created: set[int], pool_size: int, run_probe) -> dict[int, int] | str:
     """Pin the pool's threads among `created` (the threads ti.init made) to cores of their own.
     run_probe() must launch a kernel over the pool and wait for it (called up to PROBES + 1
-    times; the first may compile). Returns the thread -> core
-    map that was applied, or why nothing was pinned."""
+    times; the first may compile). Returns the thread -> core map that was applied, or why
+    nothing was pinned (a thread that refuses its core undoes the others' pinning)."""
     if not hasattr(os, "sched_setaffinity"):
         return "this platform has no sched_setaffinity"
     candidates = created - {os.getpid()}
@@ -86,6 +86,14 @@ def pin_pool(created: set[int], pool_size: int, run_probe) -> dict[int, int] | s
     if len(pool) > len(allowed):
         return f"the pool's {len(pool)} threads outnumber this process's {len(allowed)} cores: left to the scheduler"
     cores = assignment(pool, allowed)
-    for t, core in cores.items():
-        os.sched_setaffinity(t, {core})
+    try:
+        for t, core in cores.items():
+            os.sched_setaffinity(t, {core})
+    except OSError as exc:
+        for t in cores:
+            try:
+                os.sched_setaffinity(t, allowed)
+            except OSError:
+                pass
+        return f"a pool thread could not be pinned ({exc}): left to the scheduler"
     return cores

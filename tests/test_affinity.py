@@ -118,3 +118,25 @@ def test_init_pins_the_cpu_pool_to_cores_of_its_own():
         assert now == [core]
     assert out["2-False"] == "not asked (pin_threads=False)"
     assert out["1-True"].startswith("no thread pool")
+
+
+@needs_proc
+def test_pin_pool_undoes_its_pinning_when_a_thread_refuses(monkeypatch):
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs two cores")
+    w = Workers()
+    real = os.sched_setaffinity
+
+    def refuse_second(tid, mask):
+        if tid == max(w.ids) and len(mask) == 1:
+            raise OSError(3, "No such process")
+        real(tid, mask)
+
+    monkeypatch.setattr(affinity.os, "sched_setaffinity", refuse_second)
+    try:
+        answer = affinity.pin_pool(set(w.ids), 2, lambda: w.probe([0, 1]))
+        assert isinstance(answer, str) and "could not be pinned" in answer
+        assert all(os.sched_getaffinity(t) == set(cores) for t in w.ids)
+    finally:
+        w.close()
