@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import os
 import statistics
@@ -261,20 +262,25 @@ def _drake_run(name: str, approximation: str, steps: int) -> tuple[float, dict |
     case = registry.find_dynamics(name)
     scene, settle, _ = _drake_start(case)
     ds = _drake_build(scene, approximation)
-    observe = None
-    if case.probe:
-        from .drake_robots import body_position, pair_forces
-
-        def observe(start, end):
-            out = {}
-            if case.probe.body:
-                drift = float(np.linalg.norm(body_position(ds, end, case.probe.body) - body_position(ds, start, case.probe.body)))
-                out.update(body=case.probe.body, drift_m=drift)
-            if case.probe.pairs:
-                forces = pair_forces(ds, end, case.probe.pairs)
-                out["pair_forces_N"] = {f"{a}|{b}": f.tolist() for (a, b), f in zip(case.probe.pairs, forces)}
-            return out
+    observe = _drake_observer(case.probe, ds) if case.probe else None
     return advance(ds, steps, settle=settle, observe=observe)
+
+
+def _drake_observer(probe, ds):
+    """The outcome of a Drake run read as _probe reads ours: a function of the start and end
+    contexts giving the probed body's drift [m] and the probed pairs' forces [N]."""
+    from .drake_robots import body_position, pair_forces
+
+    def observe(start, end):
+        out = {}
+        if probe.body:
+            drift = float(np.linalg.norm(body_position(ds, end, probe.body) - body_position(ds, start, probe.body)))
+            out.update(body=probe.body, drift_m=drift)
+        if probe.pairs:
+            forces = pair_forces(ds, end, probe.pairs)
+            out["pair_forces_N"] = {f"{a}|{b}": f.tolist() for (a, b), f in zip(probe.pairs, forces)}
+        return out
+    return observe
 
 
 def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[dict]:
@@ -283,7 +289,7 @@ def drake_dynamics(names: list[str], quick: bool, processes: int = 1) -> list[di
     world_steps_per_s = processes * steps / (the slowest process's simulate() time). A scene
     Drake cannot express gives a row with the reason in "error"."""
     try:
-        from . import drake_scene  # noqa: F401
+        importlib.import_module(".drake_scene", __package__)
     except ImportError as exc:
         print(f"drake unavailable ({exc}); skipping the Drake baseline", file=sys.stderr)
         return []
