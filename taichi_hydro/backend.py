@@ -12,7 +12,7 @@ from . import affinity, frontend
 from .errors import BackendError, LaunchBudgetError
 
 __all__ = ["init", "is_initialized", "current_arch", "require_init", "require_generation", "generation", "spend_launches",
-           "pinned_threads", "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS", "WORLD_SPREAD"]
+           "pinned_threads", "shutdown", "ARCHES", "LAUNCH_BUDGET", "SERIAL_LOOPS", "WORLD_SPREAD"]
 
 ARCHES = ("cpu", "vulkan", "cuda")
 
@@ -153,6 +153,16 @@ def restart() -> str:
 _stale_handles: list = []
 # Called, then forgotten, just before the current runtime ends (on_runtime_end).
 _end_hooks: list = []
+
+
+def shutdown() -> None:
+    """End the current Taichi runtime, if any (init starts a new one). Taichi writes the kernels
+    a runtime compiled to its offline cache only when the runtime ends (ti.reset or a normal
+    interpreter exit): a process about to be ended from outside (a shard's Ray actor, killed by
+    its driver) calls this first, so that the next processes on the machine read those kernels
+    instead of compiling them again."""
+    if is_initialized():
+        _end_runtime()
 
 
 def on_runtime_end(hook) -> None:

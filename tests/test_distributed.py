@@ -14,6 +14,8 @@ import dataclasses
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -375,3 +377,41 @@ def test_cli_run_with_shards_prints_the_summary_and_per_shard_timing(cluster, ca
     (shard,) = sharding["per_shard"]
     assert (shard["first_world"], shard["worlds"], shard["steps"]) == (0, 2, 4) and shard["step_s"] > 0
 
+
+KILLED_PROCESS = """
+import os, sys
+import taichi as ti
+import taichi_hydro as th
+from taichi_hydro.distributed.worker import ShardWorker
+
+th.init("cpu")
+
+
+@ti.kernel
+def double(x: ti.types.ndarray()):
+    for i in x:
+        x[i] *= 2.0
+
+
+double(ti.ndarray(ti.f32, 4))
+if sys.argv[1] == "close":
+    ShardWorker().close()
+os._exit(0)  # ended from outside, as a driver ends a shard's actor: no interpreter teardown
+"""
+
+
+def test_a_closed_shard_leaves_its_compiled_kernels_in_the_offline_cache(tmp_path):
+    """Taichi writes its offline cache only when a runtime ends, and a shard's process is
+    killed by its driver: ShardWorker.close (called by ShardedSimulator.close) ends the runtime
+    first. A process that compiled a kernel and was ended without teardown leaves an empty
+    cache folder empty; one that called close() first leaves the kernel there."""
+    script = tmp_path / "shard.py"  # a file: Taichi reads a kernel's source
+    script.write_text(KILLED_PROCESS)
+    written = {}
+    for mode in ("kill", "close"):
+        cache = tmp_path / mode
+        env = {**os.environ, "TI_OFFLINE_CACHE_FILE_PATH": str(cache)}
+        subprocess.run([sys.executable, str(script), mode], env=env, check=True, capture_output=True, timeout=300)
+        written[mode] = [p for p in cache.rglob("*") if p.is_file()] if cache.exists() else []
+    assert written["kill"] == [], written["kill"]
+    assert written["close"], "close() wrote nothing to the offline cache"

@@ -32,6 +32,10 @@ from .worker import ShardWorker
 
 __all__ = ["ShardedSimulator"]
 
+CLOSE_WAIT_S = 30.0
+"""How long close() waits for the shards to end their Taichi runtimes (ShardWorker.close,
+which writes their compiled kernels to the offline cache) before it kills them [s]."""
+
 SIMULATOR_OPTIONS = ("capacities", "max_capacity", "graph")
 """Keyword arguments of Simulator that ShardedSimulator(simulator_options) passes to each shard."""
 
@@ -333,9 +337,17 @@ class ShardedSimulator:
         return done
 
     def close(self) -> None:
-        """End every shard's process (their device memory is freed); the object is unusable after."""
+        """End every shard's process (their device memory is freed); the object is unusable after.
+        Each live shard first ends its Taichi runtime (ShardWorker.close: its compiled kernels
+        go to Taichi's offline cache, for later shards and runs), waited for up to CLOSE_WAIT_S."""
         if self._closed:
             return
+        live = [actor for k, actor in enumerate(self._actors) if actor is not None and k not in self._down]
+        if live:
+            try:
+                self._ray.wait([actor.close.remote() for actor in live], num_returns=len(live), timeout=CLOSE_WAIT_S)
+            except Exception:  # noqa: BLE001 - a shard that cannot end its runtime is killed below all the same
+                pass
         for actor in self._actors:
             if actor is not None:
                 self._kill(actor)

@@ -35,6 +35,16 @@ class ShardWorker:
         self.sim = th.Simulator(scene, worlds=worlds, **options)
         return self.info()
 
+    def close(self) -> None:
+        """End this process's Taichi runtime before the driver kills the process
+        (ShardedSimulator.close): Taichi writes the kernels it compiled to its offline cache
+        only then (backend.shutdown), so the next shards and runs on this machine read them
+        instead of compiling them again (minutes for a step's kernels on a CPU)."""
+        from taichi_hydro import backend
+
+        self.sim = None
+        backend.shutdown()
+
     def info(self) -> dict:
         """Where this shard runs: process id, host name, Ray node id, the GPU ids Ray gave it."""
         import ray
