@@ -42,14 +42,47 @@ class Tolerances:
         self.pos = 1.2e-6
 
 
-@pytest.fixture(scope="session")
-def arch(request):
+def _init_backend(config) -> str:
+    """ti.init on the session's --arch (again: a no-op); returns the arch's name."""
     import taichi_hydro as th
 
-    name = request.config.getoption("--arch")
+    name = config.getoption("--arch")
     # TH_DEBUG=1: Taichi's debug mode (bounds-checked indexing, kernel asserts); slow.
     th.init(name, debug=os.environ.get("TH_DEBUG") == "1")
     return name
+
+
+@pytest.fixture(scope="session")
+def arch(request):
+    return _init_backend(request.config)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _first_step_compiled_once(request, tmp_path_factory):
+    """Under pytest-xdist on Vulkan (scripts/test.sh's lavapipe pass: two workers), the first
+    worker here compiles the common step (a ball on the ground: the kernels most tests launch)
+    and restarts its runtime, which writes them to Taichi's offline cache; the other waits on a
+    file lock meanwhile and then reads them from that cache. Taichi writes the cache only when a
+    runtime ends, so two workers that start cold otherwise both compile the same kernels from
+    SPIR-V on lavapipe at the same time (about 9 minutes of one core each on the 2-core CI
+    machine, against seconds from the cache)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if request.config.getoption("--arch") != "vulkan" or worker is None or sys.platform == "win32":
+        return
+    _init_backend(request.config)
+    import fcntl
+
+    import taichi_hydro as th
+    from taichi_hydro import backend
+
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this run
+    with open(shared / "first_step.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "first_step.done"
+        if not done.exists():
+            th.Simulator(scene([ground(), ball("ball", z=0.2)]), worlds=2).step(1)
+            backend.restart()
+            done.write_text(worker)
 
 
 @pytest.fixture(scope="session", autouse=True)
