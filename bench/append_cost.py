@@ -38,7 +38,7 @@ def measure(threads: int, items: int, work: int, reps: int) -> dict:
                 vp=ti.ndarray(poly_vertex_values, items))
 
     @ti.func
-    def record(c: ti.i32, x: vec3, k: ti.i32, counter: ti.template(), pi: ti.template(), pg: ti.template(),
+    def record(c: ti.i32, x: vec3, k: ti.i32, pi: ti.template(), pg: ti.template(),
                pc: ti.template(), pn: ti.template(), pnv: ti.template(), pv: ti.template(), pvp: ti.template()):
         for _ in range(work):  # dependent arithmetic: the item's own work
             x = vec3(ti.sin(x[1]) + 0.1 * x[2], 0.9 * x[2] + x[0], 0.5 * x[0] + 0.3)
@@ -55,29 +55,25 @@ def measure(threads: int, items: int, work: int, reps: int) -> dict:
         pv[k] = verts
         pvp[k] = vp
 
-    args = dict(counter=nd(dtype=ti.i32, ndim=1), pi=nd(dtype=ivec4, ndim=1), pg=nd(dtype=poly_record, ndim=1),
-                pc=nd(dtype=vec3, ndim=1), pn=nd(dtype=vec3, ndim=1), pnv=nd(dtype=ti.i32, ndim=1),
-                pv=nd(dtype=poly_vertices, ndim=1), pvp=nd(dtype=poly_vertex_values, ndim=1))
+    I1, I4, G8 = nd(dtype=ti.i32, ndim=1), nd(dtype=ivec4, ndim=1), nd(dtype=poly_record, ndim=1)
+    V3, PV, PP = nd(dtype=vec3, ndim=1), nd(dtype=poly_vertices, ndim=1), nd(dtype=poly_vertex_values, ndim=1)
 
     @ti.kernel
-    def append(counter: args["counter"], pi: args["pi"], pg: args["pg"], pc: args["pc"], pn: args["pn"],
-               pnv: args["pnv"], pv: args["pv"], pvp: args["pvp"]):
+    def append(counter: I1, pi: I4, pg: G8, pc: V3, pn: V3, pnv: I1, pv: PV, pvp: PP):
         for c in range(items):
             k = ti.atomic_add(counter[0], 1)
-            record(c, vec3(0.001 * c, 0.2, 0.3), k, counter, pi, pg, pc, pn, pnv, pv, pvp)
+            record(c, vec3(0.001 * c, 0.2, 0.3), k, pi, pg, pc, pn, pnv, pv, pvp)
 
     @ti.kernel
-    def append_own(counter: args["counter"], pi: args["pi"], pg: args["pg"], pc: args["pc"], pn: args["pn"],
-                   pnv: args["pnv"], pv: args["pv"], pvp: args["pvp"]):
+    def append_own(counter: I1, pi: I4, pg: G8, pc: V3, pn: V3, pnv: I1, pv: PV, pvp: PP):
         for c in range(items):
             k = ti.atomic_add(counter[0], 1)
-            record(c, vec3(0.001 * c, 0.2, 0.3 + 1e-9 * k), c, counter, pi, pg, pc, pn, pnv, pv, pvp)
+            record(c, vec3(0.001 * c, 0.2, 0.3 + 1e-9 * k), c, pi, pg, pc, pn, pnv, pv, pvp)
 
     @ti.kernel
-    def own(counter: args["counter"], pi: args["pi"], pg: args["pg"], pc: args["pc"], pn: args["pn"],
-            pnv: args["pnv"], pv: args["pv"], pvp: args["pvp"]):
+    def own(counter: I1, pi: I4, pg: G8, pc: V3, pn: V3, pnv: I1, pv: PV, pvp: PP):
         for c in range(items):
-            record(c, vec3(0.001 * c, 0.2, 0.3), c, counter, pi, pg, pc, pn, pnv, pv, pvp)
+            record(c, vec3(0.001 * c, 0.2, 0.3), c, pi, pg, pc, pn, pnv, pv, pvp)
 
     out = {}
     for kernel in (append, append_own, own):
