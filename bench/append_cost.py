@@ -11,8 +11,8 @@ per row), three ways:
 
     python -m bench.append_cost --threads 1,2 --out bench/results/append_cost.json
 
-Each thread count runs in a process of its own (Taichi's pool size is set at init), loops not
-serialised; the time is the median of `reps` launches after one to compile."""
+Each thread count runs in a process of its own (Taichi's pool size is set at init; th.init pins
+the pool's threads, the row's pool_cores), loops not serialised; the time is the median of `reps` launches after one to compile."""
 
 import argparse
 import json
@@ -31,7 +31,9 @@ def measure(threads: int, items: int, work: int, reps: int) -> dict:
     from taichi_hydro.types import (
         POLY_MAX, ivec4, nd, poly_record, poly_vertex_values, poly_vertices, vec3)
 
-    ti.init(ti.cpu, cpu_max_num_threads=threads, offline_cache=False)
+    import taichi_hydro as th
+
+    th.init("cpu", cpu_threads=threads)  # the pool's threads pinned to cores of their own, as in a run
     counter = ti.ndarray(ti.i32, 1)
     pool = dict(i=ti.ndarray(ivec4, items), g=ti.ndarray(poly_record, items), c=ti.ndarray(vec3, items),
                 n=ti.ndarray(vec3, items), nv=ti.ndarray(ti.i32, items), v=ti.ndarray(poly_vertices, items),
@@ -87,8 +89,9 @@ def measure(threads: int, items: int, work: int, reps: int) -> dict:
             if r > 0:  # the first launch compiles
                 times.append(time.perf_counter() - t0)
         out[kernel.__name__] = statistics.median(times)
+    pinned = th.backend.pinned_threads()
     return {"threads": threads, "items": items, "work": work, "reps": reps, "device": describe("cpu"),
-            "s_per_launch": out}
+            "pool_cores": sorted(pinned.values()) if isinstance(pinned, dict) else pinned, "s_per_launch": out}
 
 
 def main(argv=None) -> int:
@@ -116,7 +119,7 @@ def main(argv=None) -> int:
     for r in rows:
         s = r["s_per_launch"]
         print(f"{r['threads']} thread(s), {r['items']} items: " + "   ".join(f"{k} {v * 1e3:7.3f} ms" for k, v in s.items())
-              + f"   ({r['device']})")
+              + f"   (pool on cores {r['pool_cores']}; {r['device']})")
     if args.out:
         from taichi_hydro.output import atomic_write
 
