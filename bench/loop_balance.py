@@ -1,0 +1,130 @@
+"""How Taichi's cpu backend shares one parallel loop between its pool's threads, measured on
+loops whose cost per item changes along the index: the same items (a chain of dependent
+arithmetic, `work` rounds each), with the first `heavy` fraction of them `ratio` times as
+costly as the rest, three ways:
+
+  uniform   every item costs the same (the total matches `skewed`);
+  skewed    the costly items first, as in the narrow phase's candidate list (tet-tet rows,
+            clipped by four planes, before the planar rows);
+  striped   the skewed items visited in 16 stripes of runs of 64 (slot i takes run i // 64 of
+            stripe (i // 64) % 16): any stretch of the loop then holds both kinds.
+
+    python -m bench.loop_balance --threads 1,2 --out bench/results/loop_balance.json
+
+Each thread count runs in a process of its own (th.init, the pool's threads pinned as in a run;
+loops not serialised); a row gives the median wall time of `reps` launches after one that
+compiles, and the process's CPU time over wall time across them (2 on two threads when both
+work throughout)."""
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from .machine import describe
+
+STRIPES, RUN = 16, 64
+
+
+def measure(threads: int, items: int, work: int, heavy: float, ratio: int, reps: int) -> dict:
+    """Wall time and CPU over wall of each way, on a cpu pool of `threads` threads (this process)."""
+    import taichi as ti
+
+    import taichi_hydro as th
+    from taichi_hydro import backend
+
+    th.init("cpu", cpu_threads=threads)
+    backend.SERIAL_LOOPS = False  # one thread: the pool's loop, not a serialised one
+    out = ti.ndarray(ti.f32, items)
+    n_heavy = int(heavy * items)
+    light_total = items - n_heavy
+    uniform_rounds = (n_heavy * ratio * work + light_total * work) // items
+
+    @ti.func
+    def chain(c: ti.i32, rounds: ti.i32) -> ti.f32:
+        x = 1e-3 * ti.cast(c % 97, ti.f32)
+        for _ in range(rounds):
+            x = ti.sin(x) * 0.9 + 0.1
+        return x
+
+    @ti.kernel
+    def uniform(out: ti.types.ndarray(dtype=ti.f32, ndim=1)):
+        for c in range(items):
+            out[c] = chain(c, uniform_rounds)
+
+    @ti.kernel
+    def skewed(out: ti.types.ndarray(dtype=ti.f32, ndim=1)):
+        for c in range(items):
+            out[c] = chain(c, work * ratio if c < n_heavy else work)
+
+    runs = (items + RUN - 1) // RUN
+    per_stripe = (runs + STRIPES - 1) // STRIPES
+
+    @ti.kernel
+    def striped(out: ti.types.ndarray(dtype=ti.f32, ndim=1)):
+        for i in range(per_stripe * STRIPES * RUN):
+            j = i // RUN
+            c = ((j % STRIPES) * per_stripe + j // STRIPES) * RUN + i % RUN
+            if c < items:
+                out[c] = chain(c, work * ratio if c < n_heavy else work)
+
+    rows = {}
+    for kernel in (uniform, skewed, striped):
+        kernel(out)  # compiles
+        ti.sync()
+        times = []
+        r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            kernel(out)
+            ti.sync()
+            times.append(time.perf_counter() - t0)
+        r1, w1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        rows[kernel.__name__] = {"s_per_launch": statistics.median(times), "cpu_over_wall": cpu / (w1 - w0)}
+    pinned = backend.pinned_threads()
+    return {"threads": threads, "items": items, "work": work, "heavy": heavy, "ratio": ratio, "reps": reps,
+            "device": describe("cpu"), "pool_cores": sorted(pinned.values()) if isinstance(pinned, dict) else pinned,
+            "ways": rows}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.loop_balance", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", default="1,2", help="comma-separated pool sizes, one process each")
+    p.add_argument("--items", type=int, default=65536)
+    p.add_argument("--work", type=int, default=20, help="rounds of the chain per light item")
+    p.add_argument("--heavy", type=float, default=0.5, help="fraction of the items, first in the loop, that are costly")
+    p.add_argument("--ratio", type=int, default=4, help="how many times a light item's rounds a costly item takes")
+    p.add_argument("--reps", type=int, default=51)
+    p.add_argument("--out", help="write the rows as JSON here")
+    p.add_argument("--one", type=int, help=argparse.SUPPRESS)  # measure this pool size in this process
+    args = p.parse_args(argv)
+    if args.one:
+        print(json.dumps(measure(args.one, args.items, args.work, args.heavy, args.ratio, args.reps)))
+        return 0
+    rows = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        cmd = [sys.executable, "-m", "bench.loop_balance", "--one", str(threads), "--items", str(args.items), "--work",
+               str(args.work), "--heavy", str(args.heavy), "--ratio", str(args.ratio), "--reps", str(args.reps)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{threads} threads: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+            continue
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    for r in rows:
+        print(f"{r['threads']} thread(s): " + "   ".join(
+            f"{k} {v['s_per_launch'] * 1e3:6.3f} ms (cpu/wall {v['cpu_over_wall']:.2f})" for k, v in r["ways"].items())
+            + f"   (pool on cores {r['pool_cores']}; {r['device']})")
+    if args.out:
+        from taichi_hydro.output import atomic_write
+
+        atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
