@@ -36,8 +36,7 @@ def measure(threads: int, items: int, work: int, heavy: float, ratio: int, reps:
     import taichi_hydro as th
     from taichi_hydro import backend
 
-    th.init("cpu", cpu_threads=threads)
-    backend.SERIAL_LOOPS = False  # one thread: the pool's loop, not a serialised one
+    th.init("cpu", cpu_threads=threads)  # these loops ask for no serialisation: one thread runs the pool's loop
     out = ti.ndarray(ti.f32, items)
     n_heavy = int(heavy * items)
     light_total = items - n_heavy
