@@ -1,0 +1,123 @@
+"""One kernel of the step, replayed alone on the cpu backend: how its time changes with the pool's
+threads when nothing else runs between its launches (its inputs stay in the caches of the cores
+that last ran it), against its time inside the step (bench.profile_kernels).
+
+    python -m bench.replay_kernel --case pile_27_settled --kernel clip_candidates --threads 1,2
+
+Each thread count runs in a process of its own: the case's start state (its saved state for a
+settled case), `steps` steps, then `launches` launches back to back of the step plan's first
+launch of `kernel`, with the arguments the step gives it, each after the collision's counters
+are restored to the step's (the narrow phase appends from them; one small launch). One thread runs the pool's loops, as
+two do (not the serialised loops that th.init(cpu_threads=1) compiles), so that the two compare
+the same code. Printed and written per thread count: ms per launch, the process's CPU time over
+wall time (2 when two threads work throughout) and the idle time of each core (/proc/stat).
+Replays only mean something for kernels whose outputs do not feed their own inputs otherwise
+(the narrow phase, the assembly): a solve or the warm-start store changes what its next launch
+sees."""
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+from .machine import describe
+
+
+def _idle_ticks() -> list[int]:
+    """Idle clock ticks of each core so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        return [int(line.split()[4]) for line in f if line.startswith("cpu") and line[3] != " "]
+
+
+def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int) -> dict:
+    """The replay of `kernel` on a pool of `threads` threads (this process)."""
+    import os
+
+    import taichi as ti
+
+    import taichi_hydro as th
+    from taichi_hydro import backend
+
+    from . import cases as registry
+    from . import states
+
+    th.init("cpu", cpu_threads=threads)
+    if threads == 1:  # the pool's loops on one thread (set before any kernel compiles)
+        backend.SERIAL_LOOPS = False
+        backend.WORLD_SPREAD = 1024
+    case = registry.find_dynamics(case_name)
+    sim = th.Simulator(case.scene(), worlds=worlds, graph=False)
+    if case.settle:
+        sim.reset(state=states.start_state(case, worlds))
+    sim.step(steps)
+    plan, args = sim.step_plan, sim.bindings()
+    found = [(k, names) for k, names in plan.launches if k.__name__ == kernel]
+    if not found:
+        raise SystemExit(f"no launch of {kernel!r} in the step; kernels: {sorted({k.__name__ for k, _ in plan.launches})}")
+    launch, names = found[0]
+    values = [args[n] for n in names]
+    counts = sim.collision.counts  # the narrow phase appends from counts: each launch starts from the step's
+    saved = ti.ndarray(ti.i32, counts.shape)
+    saved.copy_from(counts)
+
+    @ti.kernel
+    def restore(dst: ti.types.ndarray(dtype=ti.i32, ndim=1), src: ti.types.ndarray(dtype=ti.i32, ndim=1)):
+        for i in range(dst.shape[0]):
+            dst[i] = src[i]
+
+    for _ in range(3):  # the first compiles
+        restore(counts, saved)
+        launch(*values)
+    ti.sync()
+    idle0, r0, w0 = _idle_ticks(), resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    for _ in range(launches):
+        restore(counts, saved)
+        launch(*values)
+    ti.sync()
+    w1, r1, idle1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), _idle_ticks()
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    tick = os.sysconf("SC_CLK_TCK")
+    return {"case": case_name, "worlds": worlds, "kernel": kernel, "threads": threads, "steps": steps, "launches": launches,
+            "device": describe("cpu"), "s_per_launch": (w1 - w0) / launches, "cpu_over_wall": cpu / (w1 - w0),
+            "core_idle_fraction": [(b - a) / tick / (w1 - w0) for a, b in zip(idle0, idle1)]}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.replay_kernel", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--case", default="pile_27_settled")
+    p.add_argument("--worlds", type=int, default=64)
+    p.add_argument("--kernel", default="clip_candidates")
+    p.add_argument("--threads", default="1,2", help="comma-separated pool sizes, one process each")
+    p.add_argument("--steps", type=int, default=20, help="steps before the replay")
+    p.add_argument("--launches", type=int, default=100)
+    p.add_argument("--out", help="write the rows as JSON here")
+    p.add_argument("--one", type=int, help=argparse.SUPPRESS)  # measure this pool size in this process
+    args = p.parse_args(argv)
+    if args.one:
+        print(json.dumps(measure(args.case, args.worlds, args.kernel, args.one, args.steps, args.launches)))
+        return 0
+    rows = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        cmd = [sys.executable, "-m", "bench.replay_kernel", "--one", str(threads), "--case", args.case, "--worlds",
+               str(args.worlds), "--kernel", args.kernel, "--steps", str(args.steps), "--launches", str(args.launches)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{threads} threads: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+            return 1
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    for r in rows:
+        idle = ", ".join(f"{x:.0%}" for x in r["core_idle_fraction"])
+        print(f"{r['case']} x{r['worlds']}, {r['kernel']}, {r['threads']} thread(s): {r['s_per_launch'] * 1e3:.3f} ms per "
+              f"launch, CPU/wall {r['cpu_over_wall']:.2f}, cores idle {idle}   ({r['device']})")
+    if args.out:
+        from taichi_hydro.output import atomic_write
+
+        atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
