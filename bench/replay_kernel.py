@@ -17,6 +17,7 @@ sees."""
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -26,15 +27,15 @@ from .machine import describe
 
 
 def _idle_ticks() -> list[int]:
-    """Idle clock ticks of each core so far (/proc/stat)."""
+    """Idle clock ticks of each core so far (/proc/stat; none where there is no such file)."""
+    if not os.path.exists("/proc/stat"):
+        return []
     with open("/proc/stat") as f:
         return [int(line.split()[4]) for line in f if line.startswith("cpu") and line[3] != " "]
 
 
 def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int) -> dict:
     """The replay of `kernel` on a pool of `threads` threads (this process)."""
-    import os
-
     import taichi as ti
 
     import taichi_hydro as th
