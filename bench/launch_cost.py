@@ -13,11 +13,11 @@ device is synchronised once after the timed launches, so the figure is the launc
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 
 from .machine import describe
+from .worker import run_one, write_rows
 
 EAGER_LAUNCHES = 2000
 GRAPH_LAUNCHES = 20
@@ -89,21 +89,12 @@ def main(argv=None) -> int:
     if args.one:
         print(json.dumps(measure(args.one)))
         return 0
-    rows = []
-    for arch in args.arch.split(","):
-        proc = subprocess.run([sys.executable, "-m", "bench.launch_cost", "--one", arch], capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{arch}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-            continue
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    rows = [r for r in (run_one("bench.launch_cost", [arch], arch) for arch in args.arch.split(",")) if r is not None]
     for r in rows:
         print(f"{r['arch']:7s} eager {r['eager_s_per_launch'] * 1e6:8.2f} us/launch   graph {r['graph_s_per_launch'] * 1e6:8.2f} "
               f"us/launch   serial loop: eager {r['serial_eager_s_per_launch'] * 1e6:8.2f}, graph "
               f"{r['serial_graph_s_per_launch'] * 1e6:8.2f} us/launch   launches per step {r['launches_per_step']}   ({r['device']})")
-    if args.out:
-        from taichi_hydro.output import atomic_write
-
-        atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
+    write_rows(args.out, rows)
     return 0
 
 

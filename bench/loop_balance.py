@@ -20,11 +20,11 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import time
 
 from .machine import describe
+from .worker import run_one, write_rows
 
 STRIPES, RUN = 16, 64
 
@@ -106,22 +106,17 @@ def main(argv=None) -> int:
         print(json.dumps(measure(args.one, args.items, args.work, args.heavy, args.ratio, args.reps)))
         return 0
     rows = []
-    for threads in (int(t) for t in args.threads.split(",")):
-        cmd = [sys.executable, "-m", "bench.loop_balance", "--one", str(threads), "--items", str(args.items), "--work",
-               str(args.work), "--heavy", str(args.heavy), "--ratio", str(args.ratio), "--reps", str(args.reps)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{threads} threads: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-            continue
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    for threads in args.threads.split(","):
+        row = run_one("bench.loop_balance", [threads, "--items", str(args.items), "--work", str(args.work), "--heavy",
+                                             str(args.heavy), "--ratio", str(args.ratio), "--reps", str(args.reps)],
+                      f"{threads} threads")
+        if row is not None:
+            rows.append(row)
     for r in rows:
         print(f"{r['threads']} thread(s): " + "   ".join(
             f"{k} {v['s_per_launch'] * 1e3:6.3f} ms (cpu/wall {v['cpu_over_wall']:.2f})" for k, v in r["ways"].items())
             + f"   (pool on cores {r['pool_cores']}; {r['device']})")
-    if args.out:
-        from taichi_hydro.output import atomic_write
-
-        atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
+    write_rows(args.out, rows)
     return 0
 
 

@@ -19,11 +19,11 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
 from .machine import describe
+from .worker import run_one, write_rows
 
 
 def _idle_ticks() -> list[int]:
@@ -101,22 +101,18 @@ def main(argv=None) -> int:
         print(json.dumps(measure(args.case, args.worlds, args.kernel, args.one, args.steps, args.launches)))
         return 0
     rows = []
-    for threads in (int(t) for t in args.threads.split(",")):
-        cmd = [sys.executable, "-m", "bench.replay_kernel", "--one", str(threads), "--case", args.case, "--worlds",
-               str(args.worlds), "--kernel", args.kernel, "--steps", str(args.steps), "--launches", str(args.launches)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{threads} threads: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+    for threads in args.threads.split(","):
+        row = run_one("bench.replay_kernel", [threads, "--case", args.case, "--worlds", str(args.worlds), "--kernel",
+                                              args.kernel, "--steps", str(args.steps), "--launches", str(args.launches)],
+                      f"{threads} threads")
+        if row is None:
             return 1
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        rows.append(row)
     for r in rows:
         idle = ", ".join(f"{x:.0%}" for x in r["core_idle_fraction"])
         print(f"{r['case']} x{r['worlds']}, {r['kernel']}, {r['threads']} thread(s): {r['s_per_launch'] * 1e3:.3f} ms per "
               f"launch, CPU/wall {r['cpu_over_wall']:.2f}, cores idle {idle}   ({r['device']})")
-    if args.out:
-        from taichi_hydro.output import atomic_write
-
-        atomic_write(args.out, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
+    write_rows(args.out, rows)
     return 0
 
 
