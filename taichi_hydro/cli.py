@@ -102,6 +102,10 @@ def _parser() -> argparse.ArgumentParser:
                    "with an error (default) or restart it from the last checkpoint of its worlds and go on")
     r.add_argument("--checkpoint-every", type=_integer_arg(1), help="with --shards: keep a checkpoint of every world each N "
                    "steps (one transfer of the state each; default: only the initial state and the --out samples)")
+    r.add_argument("--cpus-per-shard", type=_real_arg(0.0), help="with --shards: the CPUs Ray reserves for each shard "
+                   "(default: an equal share of the cluster's free CPUs; a cpu shard runs as many Taichi threads as whole CPUs)")
+    r.add_argument("--gpus-per-shard", type=_real_arg(0.0), help="with --shards: the GPUs Ray reserves for each shard "
+                   "(default: one for cuda, one for vulkan when the cluster has one per shard, else none)")
     v = sub.add_parser("view", help="live GGUI window, or headless recording with --record")
     _add_common(v)
     v.add_argument("--record", help="render offscreen and write FILE.png (last frame), .gif or .mp4")
@@ -411,7 +415,8 @@ def _simulator(args, scene):
     import taichi_hydro as th
 
     if args.shards is None:
-        for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every)):
+        for option, value in (("--address", args.address), ("--checkpoint-every", args.checkpoint_every),
+                              ("--cpus-per-shard", args.cpus_per_shard), ("--gpus-per-shard", args.gpus_per_shard)):
             if value is not None:
                 raise ArgumentError(f"{option} applies to a sharded run and needs --shards")
         th.init(args.arch, optimize=not args.quick_compile, cpu_threads=cpu_threads(args))
@@ -426,7 +431,8 @@ def _simulator(args, scene):
     shard_ranges(args.worlds, args.shards)  # a bad --shards fails before Ray starts
     connect(args.address, log_to_driver=False)
     return ShardedSimulator(scene, worlds=args.worlds, shards=args.shards, arch=args.arch, on_fault=args.on_fault,
-                            checkpoint_every=args.checkpoint_every, cpu_threads=_threads_used(args))
+                            checkpoint_every=args.checkpoint_every, cpus_per_shard=args.cpus_per_shard,
+                            gpus_per_shard=args.gpus_per_shard, cpu_threads=_threads_used(args))
 
 
 def _threads_used(args):

@@ -237,6 +237,23 @@ def test_a_silent_shard_times_out_and_is_restarted(sharded):
     assert sim.shard_timings()["per_shard"][0]["pid"] != pid
 
 
+def test_a_shard_waiting_for_resources_times_out_saying_so(sharded, cluster):
+    """A shard whose resources Ray cannot free (the module's three shards hold 1.5 of the two
+    CPUs, this one asks for one) is given up after Timeouts.start_s, and the error names what it
+    asked for and what is free; the actor is removed, so its request does not linger. (Ray's
+    count of free resources lags a shard's restart, hence the waits for the settled count.)"""
+    free = 2.0 - 3 * CPUS
+
+    def settled():
+        return wait_until(lambda: cluster.available_resources().get("CPU", 0.0) == free, 20.0)
+
+    assert settled()
+    with pytest.raises(th.ShardError, match=r"no answer to start within 3 s .*asked Ray for 1 CPU and 0 GPU, and the "
+                                            r"cluster has 0\.5 CPU and 0 GPU free now"):
+        ShardedSimulator(pile(), worlds=1, shards=1, cpus_per_shard=1.0, timeouts=Timeouts(start_s=3.0))
+    assert settled()
+
+
 def test_bad_arguments_are_refused_before_any_shard_is_called(sharded):
     """Constructor arguments are checked before any shard starts; a bad argument of a call
     raises the error a Simulator raises, naming the global world, and changes nothing."""
@@ -353,6 +370,8 @@ def test_cli_refuses_bad_sharding_options(capsys):
     for args, message in [
         (["--address", "localhost:6379"], "--address applies to a sharded run and needs --shards"),
         (["--checkpoint-every", "10"], "--checkpoint-every applies to a sharded run and needs --shards"),
+        (["--cpus-per-shard", "1"], "--cpus-per-shard applies to a sharded run and needs --shards"),
+        (["--gpus-per-shard", "1"], "--gpus-per-shard applies to a sharded run and needs --shards"),
         (["--worlds", "2", "--shards", "3"], "must be at most worlds = 2"),
         (["--shards", "1", "--plot", "p.png"], "--plot draws from a simulator in this process"),
         (["--shards", "1", "--quick-compile"], "--quick-compile applies to a run in this process"),
@@ -363,9 +382,11 @@ def test_cli_refuses_bad_sharding_options(capsys):
 
 def test_cli_run_with_shards_prints_the_summary_and_per_shard_timing(cluster, capsys, tmp_path):
     """`run --shards` keeps every key of the run summary and adds "sharding" (per-shard timing,
-    the overhead per step call, faults)."""
+    the overhead per step call, faults, the resources of each shard). The shard asks for the
+    module's CPUS, so that it fits beside the module's other shards, which are still running."""
     scene = str(ROOT / "scenes" / "ball_drop.toml")
-    code, out = run_cli([scene, "--worlds", "2", "--shards", "1", "--steps", "4", "--checkpoint-every", "2", "--json"], capsys)
+    code, out = run_cli([scene, "--worlds", "2", "--shards", "1", "--steps", "4", "--checkpoint-every", "2",
+                         "--cpus-per-shard", str(CPUS), "--json"], capsys)
     assert code == 0, out.err
     summary = json.loads(out.out)
     for key in ("steps", "wall_s", "world_steps_per_s", "polygons_mean", "bodies", "frozen_worlds", "diverged_worlds"):
@@ -374,6 +395,7 @@ def test_cli_run_with_shards_prints_the_summary_and_per_shard_timing(cluster, ca
     sharding = summary["sharding"]
     assert sharding["shards"] == 1 and sharding["address"] == "local" and sharding["faults"] == []
     assert sharding["calls"] >= 1 and sharding["overhead_s_per_call"] >= 0.0
+    assert (sharding["cpus_per_shard"], sharding["gpus_per_shard"]) == (CPUS, 0.0)
     (shard,) = sharding["per_shard"]
     assert (shard["first_world"], shard["worlds"], shard["steps"]) == (0, 2, 4) and shard["step_s"] > 0
 

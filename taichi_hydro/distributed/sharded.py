@@ -219,6 +219,8 @@ class ShardedSimulator:
 
         if isinstance(exc, GetTimeoutError):
             cause = f"no answer to {label} within {timeout:.4g} s (distributed.Timeouts)"
+            if label == "start":
+                cause += self._waiting_for_resources()
             return ShardError(f"{self._where(k)}: {cause}", k, (a, b), cause)
         if is_fault(exc):
             cause = one_line(exc)
@@ -234,6 +236,18 @@ class ShardedSimulator:
             error = ShardError(f"{where}: {label} raised {type(cause).__name__}: {one_line(cause)}", k, (a, b), one_line(cause))
         error.__cause__ = exc
         return error
+
+    def _waiting_for_resources(self) -> str:
+        """What a shard that did not start may be waiting for: the resources it asked Ray for and
+        those the cluster has free now (Ray starts an actor only once its resources are free)."""
+        cpus, gpus, _ = self._resources
+        try:
+            free = self._ray.available_resources()
+        except Exception:  # noqa: BLE001 - the cluster itself may be gone: the timeout is the news
+            return ""
+        return (f"; it asked Ray for {cpus:g} CPU and {gpus:g} GPU, and the cluster has {free.get('CPU', 0.0):g} CPU and "
+                f"{free.get('GPU', 0.0):g} GPU free now (a shard starts only once its resources are free: see "
+                f"cpus_per_shard, gpus_per_shard)")
 
     def _require_open(self) -> None:
         if self._closed:
@@ -396,7 +410,8 @@ class ShardedSimulator:
         """Where the time of the step calls went (calls in which every shard answered):
         calls; wall_s, their total on the driver; slowest_shard_s, the sum over calls of the
         slowest shard's own step time; overhead_s_per_call = (wall_s - slowest_shard_s) / calls,
-        what Ray and the driver add to a step call. per_shard, for each shard: first_world, worlds, steps and
+        what Ray and the driver add to a step call. cpus_per_shard, gpus_per_shard: the resources
+        Ray reserved for each shard. per_shard, for each shard: first_world, worlds, steps and
         step_s (its own stepping time, every call), world_steps_per_s, restarts, pid, host, node
         and gpus (of its current process)."""
         t = self._timing
@@ -407,8 +422,9 @@ class ShardedSimulator:
                               "world_steps_per_s": (b - a) * steps / step_s if step_s > 0 else None,
                               "restarts": int(self._restarts[k]), **self._info[k]})
         overhead = (t["wall_s"] - t["slowest_shard_s"]) / t["calls"] if t["calls"] else None
+        cpus, gpus, _ = self._resources
         return {"calls": t["calls"], "wall_s": t["wall_s"], "slowest_shard_s": t["slowest_shard_s"],
-                "overhead_s_per_call": overhead, "per_shard": per_shard}
+                "overhead_s_per_call": overhead, "cpus_per_shard": cpus, "gpus_per_shard": gpus, "per_shard": per_shard}
 
     # ----------------------------------------------------------------------------- state
 
