@@ -237,8 +237,10 @@ def test_coin_reaches_farkas_ratio_without_hopping(arch, method):
     print(f"coin ({method}) eps* for eps0 {eps0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
     np.testing.assert_allclose(eps, 0.653, rtol=0.02)
     np.testing.assert_allclose(eps, COIN_EPS_GAUSS_SEIDEL, atol=0.005)
-    # Never leaves the ground: the height changes only by the near-rigid compliance, g dt^2.
-    assert rise.max() < G * sim.dt**2
+    # Never leaves the ground: the height changes only by the coin's static sink under its
+    # weight (observed 3e-9 m), and by at most 1e-8 m (the bound; g dt^2 = 1e-5 m is
+    # what one step of a separating velocity would lift it).
+    assert rise.max() <= 1e-8
 
 
 @pytest.mark.launches(11_500)

@@ -118,6 +118,46 @@ def test_newton_agrees_with_converged_gauss_seidel(arch):
     assert difference <= 2 * r_gs + TOLERANCE
 
 
+@pytest.mark.parametrize("name", ["coin", "pile", "box"])
+def test_sliding_contacts_keep_normal_compliance(arch, name):
+    """No hydroplaning: at Newton's solution every pressed contact that slides (|u_t| > g R_t,
+    g = mu gamma_n) keeps the normal law u_n + R_n gamma_n = vhat, the one it obeys at rest, and
+    its friction is at the Coulomb bound, |gamma_t| = mu gamma_n (Anitescu's convex relaxation
+    adds a separating velocity mu |u_t| to the normal law while sliding:
+    test_dynamics.py::test_convex_mode_coin_hydroplanes). Checked on
+    the dumped coin, pile and box steps (the landing sphere's contacts stick), with u = J v
+    from the solved body velocities and gamma the impulses the kernel returns. Allowed: the
+    float32 rounding of the stored impulse and of vhat, 4 EPS32 (|vhat| + |u_n|), and in
+    float32 the rounding of J v, 16 EPS32 max |v| (test_newton_reaches_the_coulomb_fixed_point_on_dumped_steps)."""
+    P = prototype()
+    sliding = 0
+    worst_normal = worst_bound = 0.0
+    for rec in spread(problems(name), 6):
+        p = oracle(P, rec)
+        x, gamma, _, _ = solve(rec)
+        v = x[p.dyn_ids].reshape(-1)
+        u = p.u(v)
+        gn = gamma[:, 2]
+        bound = p.mu * gn
+        slip = np.linalg.norm(u[:, :2], axis=1)
+        slides = (gn > 0) & (p.mu > 0) & (slip > bound * p.Rt)
+        if not slides.any():
+            continue
+        sliding += int(slides.sum())
+        normal = np.abs(u[slides, 2] + p.Rn[slides] * gn[slides] - p.vhat[slides])
+        allowed = 4 * EPS32 * (np.abs(p.vhat[slides]) + np.abs(u[slides, 2]))
+        if not float64(arch):
+            allowed += 16 * EPS32 * np.abs(v).max()
+        worst_normal = max(worst_normal, float((normal / allowed).max()))
+        assert np.all(normal <= allowed), f"{name} step {rec['step']}: |u_n + R_n gamma_n - vhat| up to {normal.max():.1e} m/s"
+        friction = np.abs(np.linalg.norm(gamma[slides, :2], axis=1) - bound[slides])
+        worst_bound = max(worst_bound, float((friction / bound[slides]).max()))
+        assert np.all(friction <= 4 * EPS32 * bound[slides]), f"{name} step {rec['step']}: friction off the Coulomb bound"
+    print(f"{name}: {sliding} sliding contacts; normal law within {worst_normal:.2f} of its allowance, "
+          f"|gamma_t| within {worst_bound:.1e} of mu gamma_n (relative)")
+    assert sliding > 0, f"no dumped {name} step has a sliding contact"
+
+
 # One sphere-like body (mass M_BODY, contact point at its centre of mass, so only its linear
 # velocity is involved) on the static ground, contact frame = world frame (t1 = x, t2 = y,
 # n = z): the law decouples into the closed forms below.
