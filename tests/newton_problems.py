@@ -28,7 +28,16 @@ def prototype():
     spec = importlib.util.spec_from_file_location("solver_prototype", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    module.Problem.blockdiag_JGJ = _blockdiag_JGJ
     return module
+
+
+def _blockdiag_JGJ(self, G):
+    """sum_i J_i^T G_i J_i, the prototype's Problem.blockdiag_JGJ as one matrix product: the same
+    sum, in BLAS's order of the terms. The prototype's three-operand einsum took most of the
+    oracle's time (0.35 s per Hessian on a pile step: 27 of the 34 s of a six-step test)."""
+    J = self.J.reshape(self.n, 3, -1)
+    return self.J.T @ np.matmul(G, J).reshape(3 * self.n, -1)
 
 
 def oracle(P, rec):
