@@ -180,12 +180,15 @@ UNMARKED_SHARE = 3
 launch budget left (else the runtime is restarted first)."""
 
 
-COMPILE_GROUPS = (("tests/test_joints.py", "tests/test_urdf.py", "tests/test_rigid_contact.py", "tests/test_interop.py"),)
+COMPILE_GROUPS = (("tests/test_joints.py", "tests/test_urdf.py", "tests/test_rigid_contact.py", "tests/test_interop.py"),
+                  ("tests/test_newton.py", "tests/test_newton_cg.py", "tests/test_islands.py"))
 """Test files that pytest-xdist's --dist loadfile (scripts/test.sh's vulkan pass) sends to one
-worker together: each steps scenes with joints on the device, and the first such step in a
-process compiles the Newton-with-joints step (minutes of lavapipe's SPIR-V compile from a cold
-cache), which two workers would otherwise pay at the same time. Other files go whole to a worker
-each, as before. (Not xdist_group markers: pytest-xdist 3.8's --dist loadgroup tags node ids
+worker together, because each file of a group compiles the same large kernels, minutes of
+lavapipe's SPIR-V compile from a cold cache that two workers would otherwise both pay: the
+first group steps scenes with joints on the device (the Newton-with-joints step); the second
+runs Newton's kernels on dumped problems, the conjugate-gradient one among them (one clean-clone
+run: 376 s for test_newton_cg.py's first CG solve in one worker while test_newton.py's presweeps
+test compiled it in the other). Other files go whole to a worker each, as before. (Not xdist_group markers: pytest-xdist 3.8's --dist loadgroup tags node ids
 through an attribute that pytest 9 no longer reads, so the groups were silently ignored.)"""
 
 
