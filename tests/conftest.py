@@ -188,8 +188,9 @@ lavapipe's SPIR-V compile from a cold cache that two workers would otherwise bot
 first group steps scenes with joints on the device (the Newton-with-joints step); the second
 runs Newton's kernels on dumped problems, the conjugate-gradient one among them (one clean-clone
 run: 376 s for test_newton_cg.py's first CG solve in one worker while test_newton.py's presweeps
-test compiled it in the other). Other files go whole to a worker each, as before. (Not xdist_group markers: pytest-xdist 3.8's --dist loadgroup tags node ids
-through an attribute that pytest 9 no longer reads, so the groups were silently ignored.)"""
+test compiled it in the other). Other files go whole to a worker each, as before. (Not
+xdist_group markers: pytest-xdist 3.8's --dist loadgroup tags node ids through an attribute
+that pytest 9 no longer reads, so the groups were silently ignored.)"""
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -238,8 +238,8 @@ def test_coin_reaches_farkas_ratio_without_hopping(arch, method):
     np.testing.assert_allclose(eps, 0.653, rtol=0.02)
     np.testing.assert_allclose(eps, COIN_EPS_GAUSS_SEIDEL, atol=0.005)
     # Never leaves the ground: the height changes only by the coin's static sink under its
-    # weight (observed 3e-9 m), and by at most 1e-8 m (the bound; g dt^2 = 1e-5 m is
-    # what one step of a separating velocity would lift it).
+    # weight (observed 3e-9 m); the bound is 1e-8 m (the bound before it, g dt^2 =
+    # 1e-5 m, would have passed a coin rising a few mm/s).
     assert rise.max() <= 1e-8
 
 
