@@ -102,9 +102,10 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     at large batches of a case with a world-step budget; the row then has steps_reduced_from
     and steps_note). outcome: the case's probe read after the timed run (_probe).
     iterations_mean_p95_max: the solver iterations per world-step over the same interval,
-    stepped again one step at a time (untimed). Stage times come from profile_stages() over 20
-    further steps (one launch at a time with a sync after each, so they add up to more than a
-    step takes in the timed run); stage_share: each stage's part of their sum. schedule
+    stepped again one step at a time (untimed), and stage_ms: the mean time per step of each
+    stage over that same interval (profile_stages: one launch at a time with a sync after each
+    stage, so they add up to more than a step takes in the timed run); stage_share: each
+    stage's part of their sum. schedule
     overrides the scene's solver schedule ("world", "contact" or "block": one thread block per
     world, method newton on cuda and vulkan; default: the backend's),
     method its method ("jacobi", "accelerated", "gauss_seidel", "newton"; default: the
@@ -141,8 +142,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             wall = time.perf_counter() - t0
             outcome = _probe(sim, case.probe, p_start) if case.probe else None
             totals = sim.step_totals()  # sums since the reset before the timed run
-            iterations, linear_iterations = _iterations_per_step(sim, steps, start)
-            stages = sim.profile_stages(5 if quick else 20)
+            iterations, linear_iterations, stages = _profile_run(sim, steps, start)
             row = {
                 "suite": "dynamics",
                 "case": name,
@@ -207,15 +207,18 @@ def _probe(sim, probe, p_start: np.ndarray) -> dict:
     return out
 
 
-def _iterations_per_step(sim, steps: int, start: dict | None) -> tuple[list[float], list[float]]:
-    """[mean, p95, max] of the solver iterations per world-step over `steps` steps from the
-    timed run's start (reset to `start`, or to the scene's initial state: cold, as the timed
-    run), one step at a time (untimed); and the same of the CG iterations (solver_stats'
-    linear_iterations: 0 but for Newton's linear = "cg")."""
+def _profile_run(sim, steps: int, start: dict | None) -> tuple[list[float], list[float], dict[str, float]]:
+    """The timed run's interval again from its start (reset to `start`, or to the scene's initial
+    state: cold, as the timed run), one step at a time and untimed as a whole: [mean, p95, max]
+    of the solver iterations per world-step; the same of the CG iterations (solver_stats'
+    linear_iterations: 0 but for Newton's linear = "cg"); and the mean time per step of each
+    stage [s] (Simulator.profile_stages: one launch at a time, a sync after each stage)."""
     sim.reset(state=start)
     counts, linear = [], []
+    stage_s = dict.fromkeys((name for name, _ in sim.stages), 0.0)
     for _ in range(steps):
-        sim.step(1)
+        for name, t in sim.profile_stages(1).items():
+            stage_s[name] += t
         stats = sim.solver_stats()
         counts.append(stats["iterations"].copy())
         linear.append(stats["linear_iterations"].copy())
@@ -224,7 +227,7 @@ def _iterations_per_step(sim, steps: int, start: dict | None) -> tuple[list[floa
         values = np.concatenate(values)
         return [float(values.mean()), float(np.percentile(values, 95)), int(values.max())]
 
-    return summary(counts), summary(linear)
+    return summary(counts), summary(linear), {name: t / steps for name, t in stage_s.items()}
 
 
 def _drake_build(scene, approximation: str):

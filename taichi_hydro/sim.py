@@ -281,7 +281,19 @@ class Simulator(WorldAccess):
         the affected chunk of steps is recomputed from its start (never a dropped contact)."""
         steps = integer(steps, "step(steps)", 0)
         spend_launches(steps * len(self.step_plan.launches), check_only=True)
-        done = 0
+
+        def run(args: dict, chunk: int) -> None:
+            for _ in range(chunk):
+                self._step_plan.run(args, graph=self.graph)
+
+        self._advance(steps, run)
+
+    def _advance(self, steps: int, run) -> list:
+        """Advance `steps` steps in chunks of at most CHUNK, run(bindings, chunk) stepping each
+        chunk; a chunk in which a pool overflowed goes back to its start (state, warm-start table
+        and statistics), the pools grow and the chunk runs again. Returns run's results of the
+        chunks kept, in order (an overflowed attempt's is dropped)."""
+        done, kept = 0, []
         while done < steps:
             chunk = min(self.CHUNK, steps - done)
             self._resize_rows()
@@ -290,8 +302,7 @@ class Simulator(WorldAccess):
             sums_before = hostcopy.to_numpy(self.stat_sums)
             while True:
                 self.max_counts.fill(0)
-                for _ in range(chunk):
-                    self._step_plan.run(args, graph=self.graph)
+                result = run(args, chunk)
                 grown = self.collision.overflow(hostcopy.to_numpy(self.max_counts))
                 if grown is None:
                     break
@@ -302,40 +313,44 @@ class Simulator(WorldAccess):
                 self._resize_rows()
                 args = self.bindings()
                 self._save()
+            kept.append(result)
             done += chunk
             self._contact_fresh = True
             self.step_count += chunk
             self._world_steps += chunk
             self.time += chunk * self.dt
+        return kept
 
     @live
     def profile_stages(self, steps: int = 1) -> dict[str, float]:
         """Advance `steps` time steps with one kernel launch at a time and a device sync after
-        each, and return the wall time per stage [s per step]: collide (broad and narrow phase),
-        assemble (contact rows, warm start), solve (cone complementarity), integrate. The sync
-        makes this slower than step(); use it for where the time goes, not for throughput.
-        Pools must already fit (call step() first); an overflow here raises."""
+        each stage, and return the wall time per stage [s per step]: collide (broad and narrow
+        phase), assemble (contact rows, warm start), solve (cone complementarity), integrate.
+        The syncs make this slower than step(); use it for where the time goes, not for
+        throughput. Pools that overflow grow and the chunk reruns, as in step(); the times of
+        an overflowed attempt are dropped."""
         steps = integer(steps, "profile_stages(steps)", 1)
-        totals = dict.fromkeys((name for name, _ in self.stages), 0.0)
-        self._resize_rows()
-        args = {**self.bindings(), **self._step_plan.constants}
-        self.max_counts.fill(0)
-        ti.sync()
-        for _ in range(steps):
-            start = 0
-            for name, end in self._stage_ends:
-                t0 = time.perf_counter()
-                for kernel, names in self._step_plan.launches[start:end]:
-                    kernel(*(args[n] for n in names))
-                ti.sync()
-                totals[name] += time.perf_counter() - t0
-                start = end
-        if self.collision.overflow(hostcopy.to_numpy(self.max_counts)) is not None:
-            raise CapacityError("profile_stages: a pool overflowed; call step() first so the pools grow")
-        self.step_count += steps
-        self._world_steps += steps
-        self.time += steps * self.dt
-        return {name: t / steps for name, t in totals.items()}
+        launches = self.step_plan.launches
+        spend_launches(steps * len(launches), check_only=True)
+
+        def run(bindings: dict, chunk: int) -> dict[str, float]:
+            spend_launches(chunk * len(launches))
+            args = {**bindings, **self._step_plan.constants}
+            totals = dict.fromkeys((name for name, _ in self._stage_ends), 0.0)
+            ti.sync()
+            for _ in range(chunk):
+                start = 0
+                for name, end in self._stage_ends:
+                    t0 = time.perf_counter()
+                    for kernel, names in launches[start:end]:
+                        kernel(*(args[n] for n in names))
+                    ti.sync()
+                    totals[name] += time.perf_counter() - t0
+                    start = end
+            return totals
+
+        kept = self._advance(steps, run)
+        return {name: sum(t[name] for t in kept) / steps for name, _ in self._stage_ends}
 
     @live
     def collide(self) -> np.ndarray:

@@ -132,3 +132,25 @@ def test_pools_growing_mid_run_change_nothing(arch, polygons):
     assert tiny.collision.growths > ample.collision.growths  # counted: the bench reports them as pool_overflows
     assert_bitwise_equal(a, b, "grown pools")
     assert tiny.step_totals() == ample.step_totals()  # a rerun chunk counts the step before it, not the aborted attempt
+
+
+def test_profile_stages_grows_pools_as_step_does(arch):
+    """Simulator.profile_stages (one launch at a time, timed per stage) steps a world exactly as
+    step() does, pool growth included: from pools with room for one polygon, 60 steps of the
+    falling pile give, bit for bit, step()'s state and statistics from ample pools; the stage
+    times of the attempts that overflowed are dropped, those kept are positive."""
+    from taichi_hydro.collision import Capacities
+
+    steps, solver = 60, {"deterministic": True}
+    ample = th.Simulator(small_pile(solver=solver))
+    tiny = th.Simulator(small_pile(solver=solver), capacities=Capacities(1, 1))
+    a = final_state(ample, steps)
+    stages = tiny.profile_stages(steps)
+    assert tiny.collision.growths > ample.collision.growths
+    assert list(stages) == ["collide", "assemble", "solve", "integrate"]
+    assert all(t > 0 for t in stages.values()), stages
+    b = tiny.get_state()
+    b["pair_impulse"] = tiny.warm.pair_impulse.to_numpy()
+    assert_bitwise_equal(a, b, "profiled with growing pools")
+    assert tiny.step_totals() == ample.step_totals()
+    assert tiny.step_count == ample.step_count == steps

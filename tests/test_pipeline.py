@@ -122,5 +122,7 @@ def test_cli_bench_forwards_to_the_runner(arch, tmp_path):
     (row,) = rows[1:]
     assert (row["case"], row["arch"], row["worlds"], row["diverged_worlds"]) == ("pile_1", arch, 2, 0)
     assert row["world_steps_per_s"] > 0 and row["device_bytes_per_world"] > 0
+    assert list(row["stage_ms"]) == ["collide", "assemble", "solve", "integrate"]  # over the timed interval
+    assert all(t > 0 for t in row["stage_ms"].values()) and abs(sum(row["stage_share"].values()) - 1) < 1e-9
     bad = cli("bench", "dynamics", "--cases", "nope")
     assert bad.returncode == 2 and "unknown case(s) ['nope']" in bad.stderr
