@@ -65,3 +65,26 @@ def test_every_method_is_timed_from_the_same_state(arch):
     for name in ("position", "orientation", "velocity", "angular_velocity"):
         np.testing.assert_array_equal(got["gauss_seidel"][name], got["newton"][name])
         np.testing.assert_array_equal(got["newton"][name], np.repeat(saved[name], 2, axis=0))
+
+
+def test_method_ab_times_both_methods_over_the_same_interval(arch, tmp_path):
+    """bench.method_ab (two methods interleaved in one process): one row per method, each over
+    the whole interval from the case's start, and the two ratios are each other's inverse."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    host_only(arch)
+    out = tmp_path / "ab.json"
+    r = subprocess.run([sys.executable, "-m", "bench.method_ab", "--case", "pile_1", "--worlds", "2", "--steps", "5",
+                        "--chunk", "2", "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())
+    assert [row["solver"] for row in rows] == ["newton/world", "gauss_seidel/world"]
+    for row in rows:
+        assert row["steps"] == 5 and row["diverged_worlds"] == 0
+        assert all(t > 0 for t in row["stage_ms"].values()) and row["step_ms"] == sum(row["stage_ms"].values())
+    assert rows[0]["other_solve_over_this"] * rows[1]["other_solve_over_this"] == pytest.approx(1.0, rel=1e-12)
+    assert "solve" in r.stdout and "whole step" in r.stdout
