@@ -67,9 +67,10 @@ def test_every_method_is_timed_from_the_same_state(arch):
         np.testing.assert_array_equal(got["newton"][name], np.repeat(saved[name], 2, axis=0))
 
 
-def test_method_ab_times_both_methods_over_the_same_interval(arch, tmp_path):
-    """bench.method_ab (two methods interleaved in one process): one row per method, each over
-    the whole interval from the case's start, and the two ratios are each other's inverse."""
+def test_method_ab_times_variants_over_the_same_interval(arch, tmp_path):
+    """bench.method_ab (solver variants interleaved in one process): one row per variant, each
+    over the whole interval from the case's start, its settings applied, and each ratio against
+    the first variant; a setting that [solver] does not have is refused by name."""
     import json
     import subprocess
     import sys
@@ -78,13 +79,21 @@ def test_method_ab_times_both_methods_over_the_same_interval(arch, tmp_path):
 
     host_only(arch)
     out = tmp_path / "ab.json"
-    r = subprocess.run([sys.executable, "-m", "bench.method_ab", "--case", "pile_1", "--worlds", "2", "--steps", "5",
-                        "--chunk", "2", "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+
+    def ab(variants):
+        return subprocess.run([sys.executable, "-m", "bench.method_ab", "--case", "pile_1", "--worlds", "2", "--steps", "5",
+                               "--chunk", "2", "--variants", variants, "--out", str(out)], capture_output=True, text=True,
+                              cwd=ROOT)
+
+    r = ab("newton,newton:presweeps=2,gauss_seidel")
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())
-    assert [row["solver"] for row in rows] == ["newton/world", "gauss_seidel/world"]
+    assert [(row["solver"], row["presweeps"]) for row in rows] == [("newton/world", 0), ("newton/world", 2),
+                                                                    ("gauss_seidel/world", 0)]
     for row in rows:
         assert row["steps"] == 5 and row["diverged_worlds"] == 0
         assert all(t > 0 for t in row["stage_ms"].values()) and row["step_ms"] == sum(row["stage_ms"].values())
-    assert rows[0]["other_solve_over_this"] * rows[1]["other_solve_over_this"] == pytest.approx(1.0, rel=1e-12)
-    assert "solve" in r.stdout and "whole step" in r.stdout
+        assert row["this_solve_over_first"] == row["stage_ms"]["solve"] / rows[0]["stage_ms"]["solve"]
+    assert rows[0]["this_solve_over_first"] == 1.0 and "newton:presweeps=2: solve" in r.stdout
+    bad = ab("newton,newton:sweeps=2")
+    assert bad.returncode == 2 and "'sweeps' is not a [solver] setting" in bad.stderr
