@@ -125,9 +125,10 @@ def test_newton_agrees_with_converged_gauss_seidel(arch, name):
         f"{name}: the dumped problems changed; run python tests/gs_reference.py {name}"
     p = oracle(P, rec)
     v_gs, sweeps = stored[f"{name}_v"], int(stored[f"{name}_sweeps"])
-    if name == "landing":
+    if name == "landing":  # another machine's BLAS may round differently: the stop may move by a sweep
         v_live, _, sweeps_live = P.pgs(p, tol=gs_reference.TOLERANCE, max_it=gs_reference.MAX_SWEEPS)
-        assert sweeps_live == sweeps and np.abs(v_live - v_gs).max() <= 1e-15, "the stored landing reference is stale"
+        assert abs(sweeps_live - sweeps) <= 1 and p.body_change(v_live - v_gs) <= 2 * gs_reference.TOLERANCE, \
+            "the stored landing reference is stale"
     x, _, iterations, _ = solve(rec, tolerance=1e-12 if float64(arch) else TOLERANCE)
     v = x[p.dyn_ids].reshape(-1)
     difference = p.body_change(v - v_gs)
