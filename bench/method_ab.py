@@ -68,17 +68,20 @@ def main(argv=None) -> int:
     case = registry.find_dynamics(args.case)
     steps = args.steps or case.steps
     start = states.start_state(case, args.worlds) if case.settle else None
+    settings = {}
+    for variant in variants:  # every variant checked before any compiles
+        try:
+            settings[variant] = solver_settings(variant)
+        except ValueError as e:
+            p.error(str(e))
+        unknown = set(settings[variant]) - {f.name for f in dataclasses.fields(th.SolverSettings)}
+        if unknown:
+            p.error(f"variant {variant!r}: {sorted(unknown)[0]!r} is not a [solver] setting")
     sims, compile_s = {}, {}
     for variant in variants:
         scene = case.scene()
-        try:
-            settings = solver_settings(variant)
-        except ValueError as e:
-            p.error(str(e))
-        unknown = set(settings) - {f.name for f in dataclasses.fields(scene.solver)}
-        if unknown:
-            p.error(f"variant {variant!r}: {sorted(unknown)[0]!r} is not a [solver] setting")
-        scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, schedule=args.schedule, **settings))
+        scene = dataclasses.replace(scene, solver=dataclasses.replace(scene.solver, schedule=args.schedule,
+                                                                      **settings[variant]))
         sim = th.Simulator(scene, worlds=args.worlds)
         t0 = time.perf_counter()
         sim.reset(state=start)
