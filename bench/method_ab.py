@@ -26,6 +26,7 @@ import numpy as np
 from . import cases as registry
 from . import states
 from .machine import describe, pool_cores
+from .stage_record import StageRecord, mean_p95_max
 from .worker import write_rows
 
 
@@ -90,27 +91,21 @@ def main(argv=None) -> int:
         compile_s[variant] = time.perf_counter() - t0
         sim.reset(state=start)
         sims[variant] = sim
-    stage_s = {m: dict.fromkeys((name for name, _ in sims[m].stages), 0.0) for m in variants}
-    iterations = {m: [] for m in variants}
+    records = {m: StageRecord(sims[m]) for m in variants}
     done = 0
     while done < steps:
         chunk = min(args.chunk, steps - done)
         for m in variants:
-            sim = sims[m]
-            for _ in range(chunk):
-                for name, t in sim.profile_stages(1).items():
-                    stage_s[m][name] += t
-                iterations[m].append(sim.solver_stats()["iterations"].copy())
+            records[m].step(chunk)
         done += chunk
     rows = []
     for m in variants:
-        its = np.concatenate(iterations[m])
-        stage_ms = {name: t / steps * 1e3 for name, t in stage_s[m].items()}
+        stage_ms = {name: t * 1e3 for name, t in records[m].stage_mean_s().items()}
         rows.append({"case": args.case, "arch": args.arch, "device": describe(args.arch), "worlds": args.worlds,
                      "steps": steps, "chunk": args.chunk, "variant": m, "solver": f"{sims[m].method}/{sims[m].schedule}",
                      "presweeps": sims[m].options.presweeps,
                      "first_run_s": round(compile_s[m], 3), "stage_ms": stage_ms, "step_ms": sum(stage_ms.values()),
-                     "iterations_mean_p95_max": [float(its.mean()), float(np.percentile(its, 95)), int(its.max())],
+                     "iterations_mean_p95_max": mean_p95_max(records[m].iterations),
                      "diverged_worlds": int(np.count_nonzero(sims[m].world_status())), "pool_cores": pool_cores()})
     for row in rows:
         row["this_solve_over_first"] = row["stage_ms"]["solve"] / rows[0]["stage_ms"]["solve"]

@@ -33,6 +33,7 @@ from taichi_hydro.types import C_POLYGONS
 from . import cases as registry
 from . import states
 from .machine import describe, machine, pool_cores
+from .stage_record import StageRecord, mean_p95_max
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -209,25 +210,13 @@ def _probe(sim, probe, p_start: np.ndarray) -> dict:
 
 def _profile_run(sim, steps: int, start: dict | None) -> tuple[list[float], list[float], dict[str, float]]:
     """The timed run's interval again from its start (reset to `start`, or to the scene's initial
-    state: cold, as the timed run), one step at a time and untimed as a whole: [mean, p95, max]
-    of the solver iterations per world-step; the same of the CG iterations (solver_stats'
-    linear_iterations: 0 but for Newton's linear = "cg"); and the mean time per step of each
-    stage [s] (Simulator.profile_stages: one launch at a time, a sync after each stage)."""
+    state: cold, as the timed run), one step at a time and untimed as a whole (StageRecord):
+    [mean, p95, max] of the solver iterations per world-step; the same of the CG iterations
+    (0 but for Newton's linear = "cg"); and the mean time per step of each stage [s]."""
     sim.reset(state=start)
-    counts, linear = [], []
-    stage_s = dict.fromkeys((name for name, _ in sim.stages), 0.0)
-    for _ in range(steps):
-        for name, t in sim.profile_stages(1).items():
-            stage_s[name] += t
-        stats = sim.solver_stats()
-        counts.append(stats["iterations"].copy())
-        linear.append(stats["linear_iterations"].copy())
-
-    def summary(values):
-        values = np.concatenate(values)
-        return [float(values.mean()), float(np.percentile(values, 95)), int(values.max())]
-
-    return summary(counts), summary(linear), {name: t / steps for name, t in stage_s.items()}
+    record = StageRecord(sim)
+    record.step(steps)
+    return mean_p95_max(record.iterations), mean_p95_max(record.linear_iterations), record.stage_mean_s()
 
 
 def _drake_build(scene, approximation: str):

@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from .stage_record import mean_p95_max
+
 REFERENCE_TOLERANCE = 1e-10  # [m/s]
 REFERENCE_ITERATIONS = 200
 # (method, iteration cap, tolerance [m/s]; None: the scene's).
@@ -153,7 +155,7 @@ def measure(case_name: str, method: str, cap: int | None, tolerance: float | Non
         "suite": "solver_accuracy", "case": case_name, "worlds": worlds, "steps": steps, "after_steps": skip,
         "method": method, "iterations_cap": sim.options.iterations, "tolerance": sim.options.tolerance,
         "solve_ms_per_step": 1e3 * float(np.mean(solve_s)),
-        "iterations_mean_p95_max": [float(iterations.mean()), float(np.percentile(iterations, 95)), int(iterations.max())],
+        "iterations_mean_p95_max": mean_p95_max([iterations]),
         "error_m_s_median_p95_max": [float(np.median(errors)), float(np.percentile(errors, 95)), float(errors.max())],
         "reference_iterations_mean_max": [float(np.mean(reference_iterations)), int(np.max(reference_iterations))],
         "reference_residual_max_m_s": float(np.max(reference_residuals)),

@@ -97,3 +97,11 @@ def test_method_ab_times_variants_over_the_same_interval(arch, tmp_path):
     assert rows[0]["this_solve_over_first"] == 1.0 and "newton:presweeps=2: solve" in r.stdout
     bad = ab("newton,newton:sweeps=2")
     assert bad.returncode == 2 and "'sweeps' is not a [solver] setting" in bad.stderr
+
+
+def test_mean_p95_max_pools_the_arrays_of_every_step():
+    from bench.stage_record import mean_p95_max
+
+    mean, p95, top = mean_p95_max([np.array([1, 2]), np.array([3, 4, 10])])
+    assert mean == 4.0 and p95 == pytest.approx(np.percentile([1, 2, 3, 4, 10], 95)) and top == 10
+    assert isinstance(top, int)  # iteration counts stay integers in the JSON
