@@ -248,9 +248,11 @@ class Simulator(WorldAccess):
     # ----------------------------------------------------------------------------- stepping
 
     def _chunk_arrays(self) -> dict:
-        """What a step changes besides the warm-start table: the state, and with joints their
-        positions (unwrapped angles), fresh flags and warm-start impulses."""
+        """What a step changes besides the warm-start table: the state, Newton's last solution
+        (SolverData.carried), and with joints their positions (unwrapped angles), fresh flags
+        and warm-start impulses."""
         out = dict(self.state.arrays())
+        out.update(self.solver.carried())
         if self.joints is not None:
             out.update(joint_q=self.joints.joint_q, joint_fresh=self.joints.joint_fresh, b_gamma=self.bilateral.b_gamma)
         return out
@@ -261,7 +263,7 @@ class Simulator(WorldAccess):
 
     def _save(self) -> None:
         for name, arr in self._chunk_arrays().items():
-            if name not in self._saved_state:  # the joints' arrays (scalar): a copy made on first use
+            if name not in self._saved_state:  # the joints' and solver's arrays (scalar): a copy made on first use
                 self._saved_state[name] = ti.ndarray(arr.dtype, arr.shape)
             hostcopy.copy(self._saved_state[name], arr)
         for name, arr in self._counted().items():

@@ -154,3 +154,34 @@ def test_profile_stages_grows_pools_as_step_does(arch):
     assert_bitwise_equal(a, b, "profiled with growing pools")
     assert tiny.step_totals() == ample.step_totals()
     assert tiny.step_count == ample.step_count == steps
+
+
+def test_a_rerun_chunk_starts_newton_from_the_solution_before_it(arch):
+    """Newton may start a solve from the last one's solution (newton_last, choose_start). A chunk
+    that reruns after a pool overflow must start from the solution before the chunk, not from
+    what the overflowed attempt left: a solve on a cut pool, whose polygons depend on thread
+    timing (four sliding coins in deterministic mode, default pools: 3 runs in 7 here were
+    1e-7 to 1e-4 m/s off within six steps). Here the attempt's leftovers are poisoned (NaN) as
+    each overflow is found: the pile growing its pools mid-run still matches, bit for bit, the
+    run whose pools never overflowed."""
+    from taichi_hydro.collision import Capacities
+
+    steps, solver = 60, {"deterministic": True}
+    ample = th.Simulator(small_pile(solver=solver))
+    tiny = th.Simulator(small_pile(solver=solver), capacities=Capacities(1, 24))
+    assert tiny.method == "newton"
+    found = tiny.collision.overflow
+    poisoned = []
+
+    def overflow(max_counts):
+        grown = found(max_counts)
+        if grown is not None:
+            tiny.solver.newton_last.fill(float("nan"))
+            tiny.solver.newton_kept.fill(1)
+            poisoned.append(tiny.step_count)
+        return grown
+
+    tiny.collision.overflow = overflow
+    b, a = final_state(tiny, steps), final_state(ample, steps)
+    assert len(poisoned) >= 2, poisoned
+    assert_bitwise_equal(a, b, "grown pools, the overflowed attempts' solutions poisoned")

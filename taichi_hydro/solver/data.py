@@ -177,3 +177,11 @@ class SolverData:
 
     def arrays(self) -> dict:
         return {k: v for k, v in vars(self).items() if isinstance(v, ti.Ndarray)}
+
+    def carried(self) -> dict:
+        """The arrays one solve leaves to the next: Newton's last solution and its flag
+        (newton_last, newton_kept), choose_start's candidate start. A chunk of steps that reruns
+        after a pool overflow restores them with the state (Simulator._advance); else the rerun
+        starts from what the overflowed attempt left, a solve on a cut pool whose polygons
+        depend on thread timing."""
+        return {"newton_last": self.newton_last, "newton_kept": self.newton_kept} if self.newton else {}
