@@ -76,7 +76,7 @@ class Simulator(WorldAccess):
         host = build_model(scene)
         check_supported(host)
         self.options = resolve_linear(SolverOptions.resolve(scene.solver, current_arch(), scene.source, joints=bool(scene.joints)),
-                                      self.worlds, host.body_count, scene.source)
+                                      self.worlds, host.body_count, scene.source, scene.solver.schedule)
         self.joint_layout = build_joint_layout(scene) if scene.joints else None
         warn_unlikely(scene, host, self.options)
         self.model = Model(host)

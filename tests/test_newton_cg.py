@@ -11,7 +11,7 @@ import pytest
 import taichi_hydro as th
 import taichi_hydro.solver.data as solver_data
 from taichi_hydro.solver import SolverOptions
-from taichi_hydro.solver.data import choose_linear
+from taichi_hydro.solver.data import choose_linear, resolve_linear
 
 from newton_problems import oracle, problems, prototype, solve, solve_batch
 from test_newton import EPS32, TOLERANCE, float64, pinned_body, spread
@@ -140,7 +140,8 @@ def test_batch_past_dense_bytes_falls_back_to_cg(arch, monkeypatch):
 
 def test_linear_choice_follows_the_batch_size(arch):
     """choose_linear: "auto" is cholesky up to DENSE_BYTES of Hessians (W (6B)^2 numbers) and
-    cg past it (warned); method newton with linear cg resolves to the world schedule on cuda
+    cg past it (warned), and past it too cuda's block schedule, when chosen by "auto", gives
+    way to the world schedule with cg; method newton with linear cg resolves to the world schedule on cuda
     too (the block schedule factors only); method auto with linear cg is newton on cpu (the
     world schedule's default method) and refused on cuda (accelerated Jacobi there), as is a
     projected method with linear set."""
@@ -155,6 +156,17 @@ def test_linear_choice_follows_the_batch_size(arch):
     assert choose_linear("cg", False, 1, B, 8) == "cg"
     with pytest.raises(th.SceneError, match=r"schedule \"block\""):
         choose_linear("auto", True, fits + 1, B, 8, "pile.toml")
+    # cuda's block schedule, left to "auto", gives way to the world schedule's CG past the limit
+    # (the sizes in float64, the arithmetic of this cpu pass); asked for by name, it is refused
+    newton_cuda = SolverOptions.resolve(th.SolverSettings(method="newton"), "cuda")
+    assert newton_cuda.schedule == "block"
+    assert resolve_linear(newton_cuda, fits, B).linear == "cholesky"
+    assert resolve_linear(newton_cuda, fits, B).schedule == "block"
+    with pytest.warns(th.HydroWarning, match=r"conjugate gradients"):
+        large = resolve_linear(newton_cuda, fits + 1, B, "pile.toml")
+    assert (large.schedule, large.linear) == ("world", "cg")
+    with pytest.raises(th.SceneError, match=r"pile.toml.*schedule \"block\".*GiB"):
+        resolve_linear(SolverOptions.resolve(th.SolverSettings(schedule="block"), "cuda"), fits + 1, B, "pile.toml", "block")
     assert SolverOptions.resolve(th.SolverSettings(method="newton", linear="cg"), "cuda").schedule == "world"
     auto = SolverOptions.resolve(th.SolverSettings(linear="cg"), "cpu")  # method auto is newton on the world schedule
     assert (auto.method, auto.linear) == ("newton", "cg")

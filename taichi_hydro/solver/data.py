@@ -51,15 +51,22 @@ def choose_linear(requested: str, block: bool, worlds: int, bodies: int, word: i
     return "cg"
 
 
-def resolve_linear(options: SolverOptions, worlds: int, bodies: int, source: str = "<scene>") -> SolverOptions:
+def resolve_linear(options: SolverOptions, worlds: int, bodies: int, source: str = "<scene>",
+                   schedule_asked: str = "auto") -> SolverOptions:
     """`options` with Newton's linear solver chosen for the whole batch (choose_linear; its
     warning points at the caller's caller, Simulator's user): the arrays of every smaller
     batch built from them (the memory probes of Simulator._check_memory) are then those the
-    batch will have. Other methods: unchanged."""
+    batch will have. A block schedule that [solver] schedule left to "auto" (schedule_asked)
+    and whose Hessians would take more than DENSE_BYTES becomes the world schedule, which
+    solves such a batch by conjugate gradients (warned by choose_linear); one asked for by
+    name is refused there. Other methods: unchanged."""
     if options.method != "newton":
         return options
     word = 8 if newton_real() == ti.f64 else 4
-    return replace(options, linear=choose_linear(options.linear, options.schedule == "block", worlds, bodies, word, source))
+    block = options.schedule == "block"
+    if block and schedule_asked == "auto" and options.linear == "auto" and worlds * (6 * bodies) ** 2 * word > DENSE_BYTES:
+        options, block = replace(options, schedule="world"), False
+    return replace(options, linear=choose_linear(options.linear, block, worlds, bodies, word, source))
 
 
 class SolverData:

@@ -55,7 +55,8 @@ class SolverOptions:
         and on vulkan the block kernel is selectable but not the default, since Mesa's lavapipe
         (software Vulkan) takes about 10 minutes to compile it, against about 1 minute for the
         world kernel. Newton with [solver] linear = "cg" (conjugate gradients, which only the
-        world kernel has) resolves to the world schedule on cuda too; linear set to anything
+        world kernel has) resolves to the world schedule on cuda too, as does a batch too large for
+        the dense Hessians (solver.data.resolve_linear); linear set to anything
         but "auto" with a method other than newton is refused."""
         schedule = settings.schedule
         if schedule == "block" and arch not in BLOCK_ARCHS:
