@@ -11,16 +11,29 @@ are restored to the step's (the narrow phase appends from them; one small launch
 two do (not the serialised loops that th.init(cpu_threads=1) compiles), so that the two compare
 the same code. Printed and written per thread count: ms per launch, the process's CPU time over
 wall time (2 when two threads work throughout) and the idle time of each core (/proc/stat).
-Replays only mean something for kernels whose outputs do not feed their own inputs otherwise
-(the narrow phase, the assembly): a solve or the warm-start store changes what its next launch
-sees."""
+By default (`--restore counts`) replays only mean something for kernels whose outputs do not
+feed their own inputs otherwise (the narrow phase, the assembly). With `--restore arguments`
+every array the launch takes, or with a list of names only those, is put back as the step left
+it before each launch (copies made once, after the `steps` steps), so that a kernel that
+changes its own inputs, such as a solve, solves the same problem each time; the restores are
+timed alone as well and their time is subtracted (`restore_s_per_launch`), and the restored
+inputs are then warm in the caches of the thread that copied them, not of the one that reads
+them. `same_outputs` says whether every array argument ended the last launch as it ended
+the first (a replay of one problem: True). For Newton's world kernel the inputs it changes are the free velocities it overwrites
+with the solution, the warm-start impulses and the last solution:
+
+    python -m bench.replay_kernel --case pile_27 --steps 300 --kernel solve_newton --threads 2 \
+        --restore body_vc,body_wc,c_gamma,b_gamma,newton_last,newton_kept"""
 
 import argparse
+import copy
 import json
 import os
 import resource
 import sys
 import time
+
+import numpy as np
 
 from .machine import describe
 from .worker import run_one, write_rows
@@ -34,8 +47,9 @@ def _idle_ticks() -> list[int]:
         return [int(line.split()[4]) for line in f if line.startswith("cpu") and line[3] != " "]
 
 
-def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int) -> dict:
-    """The replay of `kernel` on a pool of `threads` threads (this process)."""
+def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int, restore: str = "counts") -> dict:
+    """The replay of `kernel` on a pool of `threads` threads (this process); restore: "counts"
+    (the collision's counters before each launch) or "arguments" (every array argument too)."""
     import taichi as ti
 
     import taichi_hydro as th
@@ -59,29 +73,44 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
         raise SystemExit(f"no launch of {kernel!r} in the step; kernels: {sorted({k.__name__ for k, _ in plan.launches})}")
     launch, names = found[0]
     values = [args[n] for n in names]
-    counts = sim.collision.counts  # the narrow phase appends from counts: each launch starts from the step's
-    saved = ti.ndarray(ti.i32, counts.shape)
-    saved.copy_from(counts)
+    # the narrow phase appends from the collision's counts: each launch starts from the step's
+    kept = [sim.collision.counts]
+    if restore != "counts":
+        chosen = dict(zip(names, values)) if restore == "arguments" else {n: args.get(n) for n in restore.split(",")}
+        unknown = [n for n, v in chosen.items() if not isinstance(v, ti.Ndarray) or n not in names]
+        if unknown:
+            raise SystemExit(f"--restore {restore}: {unknown} are not array arguments of {kernel}; its arrays: "
+                             f"{[n for n, v in zip(names, values) if isinstance(v, ti.Ndarray)]}")
+        kept += [v for v in chosen.values() if all(v is not k for k in kept)]
+    saved = [copy.deepcopy(arr) for arr in kept]
 
-    @ti.kernel
-    def restore(dst: ti.types.ndarray(dtype=ti.i32, ndim=1), src: ti.types.ndarray(dtype=ti.i32, ndim=1)):
-        for i in range(dst.shape[0]):
-            dst[i] = src[i]
+    def put_back():
+        for arr, value in zip(kept, saved):
+            arr.copy_from(value)
 
+    arrays = [v for v in values if isinstance(v, ti.Ndarray)]
     for _ in range(3):  # the first compiles
-        restore(counts, saved)
+        put_back()
         launch(*values)
     ti.sync()
+    first = [a.to_numpy() for a in arrays]
+    w0 = time.perf_counter()
+    for _ in range(launches):
+        put_back()
+    ti.sync()
+    restore_s = (time.perf_counter() - w0) / launches
     idle0, r0, w0 = _idle_ticks(), resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     for _ in range(launches):
-        restore(counts, saved)
+        put_back()
         launch(*values)
     ti.sync()
     w1, r1, idle1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), _idle_ticks()
+    same = all(np.array_equal(a.to_numpy(), x, equal_nan=True) for a, x in zip(arrays, first))
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     tick = os.sysconf("SC_CLK_TCK")
     return {"case": case_name, "worlds": worlds, "kernel": kernel, "threads": threads, "steps": steps, "launches": launches,
-            "device": describe("cpu"), "s_per_launch": (w1 - w0) / launches, "cpu_over_wall": cpu / (w1 - w0),
+            "restore": restore, "arrays_restored": len(kept), "restore_s_per_launch": restore_s, "same_outputs": same,
+            "device": describe("cpu"), "s_per_launch": (w1 - w0) / launches - restore_s, "cpu_over_wall": cpu / (w1 - w0),
             "core_idle_fraction": [(b - a) / tick / (w1 - w0) for a, b in zip(idle0, idle1)]}
 
 
@@ -94,16 +123,20 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,2", help="comma-separated pool sizes, one process each")
     p.add_argument("--steps", type=int, default=20, help="steps before the replay")
     p.add_argument("--launches", type=int, default=100)
+    p.add_argument("--restore", default="counts",
+                   help="what is put back before each launch: \"counts\" (the collision's counters), \"arguments\" (every "
+                        "array argument too) or a comma-separated list of the kernel's array arguments (and the counters)")
     p.add_argument("--out", help="write the rows as JSON here")
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)  # measure this pool size in this process
     args = p.parse_args(argv)
     if args.one:
-        print(json.dumps(measure(args.case, args.worlds, args.kernel, args.one, args.steps, args.launches)))
+        print(json.dumps(measure(args.case, args.worlds, args.kernel, args.one, args.steps, args.launches, args.restore)))
         return 0
     rows = []
     for threads in args.threads.split(","):
         row = run_one("bench.replay_kernel", [threads, "--case", args.case, "--worlds", str(args.worlds), "--kernel",
-                                              args.kernel, "--steps", str(args.steps), "--launches", str(args.launches)],
+                                              args.kernel, "--steps", str(args.steps), "--launches", str(args.launches),
+                                              "--restore", args.restore],
                       f"{threads} threads")
         if row is None:
             return 1
@@ -111,7 +144,9 @@ def main(argv=None) -> int:
     for r in rows:
         idle = ", ".join(f"{x:.0%}" for x in r["core_idle_fraction"])
         print(f"{r['case']} x{r['worlds']}, {r['kernel']}, {r['threads']} thread(s): {r['s_per_launch'] * 1e3:.3f} ms per "
-              f"launch, CPU/wall {r['cpu_over_wall']:.2f}, cores idle {idle}   ({r['device']})")
+              f"launch (restores of {r['arrays_restored']} arrays {r['restore_s_per_launch'] * 1e3:.3f} ms, not counted; "
+              f"{'every launch left the same arrays' if r['same_outputs'] else 'the launches left different arrays'}), "
+              f"CPU/wall {r['cpu_over_wall']:.2f}, cores idle {idle}   ({r['device']})")
     write_rows(args.out, rows)
     return 0
 
