@@ -234,6 +234,15 @@ def coin_eps_error(tolerance, speed):
     return tolerance * (1 + eps) * math.sqrt(1 + eps**2) / speed
 
 
+def spin_coin_batch(method, deterministic=False):
+    """(simulator, eps*, height change) of one batch of coins, one per COIN_EPS0, started at
+    2 m/s with `method` (spin_coin); prints eps* and the largest height change."""
+    sim = th.Simulator(coin_scene(method=method, deterministic=deterministic), worlds=len(COIN_EPS0))
+    eps, rise = spin_coin(sim, COIN_EPS0, speed=2.0)
+    print(f"coin ({method}) eps* for eps0 {COIN_EPS0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
+    return sim, eps, rise
+
+
 @pytest.mark.launches(24_000)
 def test_coin_reaches_farkas_ratio_without_hopping(arch):
     """Masterjohn 2022 §V-A: eps = v / (w R) just before the coin stops is 0.653 (Farkas 2003)
@@ -245,9 +254,7 @@ def test_coin_reaches_farkas_ratio_without_hopping(arch):
     to ten times one step's tolerance error at the stopping speed (coin_eps_error), and the
     Gauss-Seidel values recorded when it was specified to 0.005, as issue 17 asks (what
     Gauss-Seidel reaches now moves with its row order: the next test)."""
-    sim = th.Simulator(coin_scene(method="newton"), worlds=len(COIN_EPS0))
-    eps, rise = spin_coin(sim, COIN_EPS0, speed=2.0)
-    print(f"coin (newton) eps* for eps0 {COIN_EPS0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
+    sim, eps, rise = spin_coin_batch("newton")
     np.testing.assert_allclose(eps, 0.653, rtol=0.02)
     allowed = 10 * coin_eps_error(COIN_TOLERANCE, 0.2 * G * sim.dt)
     assert allowed < 2e-3  # the check is finer than the 2 % band above
@@ -268,9 +275,7 @@ def test_gauss_seidel_coin_stops_sliding_and_spinning_together(arch):
     order is Farkas's law itself, that translation and spin stop together (decoupled or
     point-contact friction stops one first: eps* 0 or unbounded) near 0.653, here within 5 %,
     and the Coulomb-exact projection: the coin never leaves the ground."""
-    sim = th.Simulator(coin_scene(method="gauss_seidel", deterministic=True), worlds=len(COIN_EPS0))
-    eps, rise = spin_coin(sim, COIN_EPS0, speed=2.0)
-    print(f"coin (gauss_seidel) eps* for eps0 {COIN_EPS0}: {np.round(eps, 4).tolist()}, max height change {rise.max():.2e} m")
+    _, eps, rise = spin_coin_batch("gauss_seidel", deterministic=True)
     np.testing.assert_allclose(eps, 0.653, rtol=0.05)
     assert rise.max() <= 1e-8
 
