@@ -26,6 +26,12 @@ def newton_real():
     return ti.f32 if current_arch() == "vulkan" else ti.f64
 
 
+def hessian_bytes(worlds: int, bodies: int, word: int) -> int:
+    """Memory of the dense Newton Hessians of `worlds` worlds of `bodies` bodies, `word` bytes a
+    number: (6B)^2 numbers per world [bytes]."""
+    return worlds * (6 * bodies) ** 2 * word
+
+
 def choose_linear(requested: str, block: bool, worlds: int, bodies: int, word: int, source: str = "<scene>") -> str:
     """The linear solver of Newton's step for a batch of `worlds` worlds of `bodies` bodies
     whose arithmetic takes `word` bytes a number: "cholesky" (the dense (6B, 6B) Hessian per
@@ -33,7 +39,7 @@ def choose_linear(requested: str, block: bool, worlds: int, bodies: int, word: i
     Hessians take at most DENSE_BYTES, else cg with a HydroWarning (never silently). A forced
     cholesky past DENSE_BYTES, and the block schedule (which factors only) past it, are
     SceneErrors that give the size and the ways out."""
-    need = worlds * (6 * bodies) ** 2 * word
+    need = hessian_bytes(worlds, bodies, word)
     size = (f"{worlds} worlds of {bodies} bodies need {need / 2**30:.1f} GiB for the dense Newton Hessians, above "
             f"{DENSE_BYTES / 2**30:.0f} GiB")
     if block and need > DENSE_BYTES:
@@ -64,7 +70,7 @@ def resolve_linear(options: SolverOptions, worlds: int, bodies: int, source: str
         return options
     word = 8 if newton_real() == ti.f64 else 4
     block = options.schedule == "block"
-    if block and schedule_asked == "auto" and options.linear == "auto" and worlds * (6 * bodies) ** 2 * word > DENSE_BYTES:
+    if block and schedule_asked == "auto" and options.linear == "auto" and hessian_bytes(worlds, bodies, word) > DENSE_BYTES:
         options, block = replace(options, schedule="world"), False
     return replace(options, linear=choose_linear(options.linear, block, worlds, bodies, word, source))
 
