@@ -48,8 +48,9 @@ def _idle_ticks() -> list[int]:
 
 
 def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int, restore: str = "counts") -> dict:
-    """The replay of `kernel` on a pool of `threads` threads (this process); restore: "counts"
-    (the collision's counters before each launch) or "arguments" (every array argument too)."""
+    """The replay of `kernel` on a pool of `threads` threads (this process); restore: what is put
+    back before each launch besides the collision's counters ("counts": nothing else;
+    "arguments": every array argument; or a comma-separated list of array arguments)."""
     import taichi as ti
 
     import taichi_hydro as th
@@ -75,25 +76,24 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
     values = [args[n] for n in names]
     # the narrow phase appends from the collision's counts: each launch starts from the step's
     kept = [sim.collision.counts]
+    arrays = {n: v for n, v in zip(names, values) if isinstance(v, ti.Ndarray)}
     if restore != "counts":
-        chosen = dict(zip(names, values)) if restore == "arguments" else {n: args.get(n) for n in restore.split(",")}
-        unknown = [n for n, v in chosen.items() if not isinstance(v, ti.Ndarray) or n not in names]
+        chosen = list(arrays) if restore == "arguments" else restore.split(",")
+        unknown = [n for n in chosen if n not in arrays]
         if unknown:
-            raise SystemExit(f"--restore {restore}: {unknown} are not array arguments of {kernel}; its arrays: "
-                             f"{[n for n, v in zip(names, values) if isinstance(v, ti.Ndarray)]}")
-        kept += [v for v in chosen.values() if all(v is not k for k in kept)]
+            raise SystemExit(f"--restore {restore}: {unknown} are not array arguments of {kernel}; its arrays: {list(arrays)}")
+        kept += [arrays[n] for n in chosen if all(arrays[n] is not k for k in kept)]
     saved = [copy.deepcopy(arr) for arr in kept]
 
     def put_back():
         for arr, value in zip(kept, saved):
             arr.copy_from(value)
 
-    arrays = [v for v in values if isinstance(v, ti.Ndarray)]
     for _ in range(3):  # the first compiles
         put_back()
         launch(*values)
     ti.sync()
-    first = [a.to_numpy() for a in arrays]
+    first = [a.to_numpy() for a in arrays.values()]
     w0 = time.perf_counter()
     for _ in range(launches):
         put_back()
@@ -105,7 +105,7 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
         launch(*values)
     ti.sync()
     w1, r1, idle1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), _idle_ticks()
-    same = all(np.array_equal(a.to_numpy(), x, equal_nan=True) for a, x in zip(arrays, first))
+    same = all(np.array_equal(a.to_numpy(), x, equal_nan=True) for a, x in zip(arrays.values(), first))
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     tick = os.sysconf("SC_CLK_TCK")
     return {"case": case_name, "worlds": worlds, "kernel": kernel, "threads": threads, "steps": steps, "launches": launches,
