@@ -1,13 +1,16 @@
 """How Taichi's cpu backend shares one parallel loop between its pool's threads, measured on
 loops whose cost per item changes along the index: the same items (a chain of dependent
 arithmetic, `work` rounds each), with the first `heavy` fraction of them `ratio` times as
-costly as the rest, three ways:
+costly as the rest, four ways:
 
   uniform   every item costs the same (the total matches `skewed`);
   skewed    the costly items first, as in the narrow phase's candidate list (tet-tet rows,
             clipped by four planes, before the planar rows);
   striped   the skewed items visited in 16 stripes of runs of 64 (slot i takes run i // 64 of
-            stripe (i // 64) % 16): any stretch of the loop then holds both kinds.
+            stripe (i // 64) % 16): any stretch of the loop then holds both kinds;
+  queued    the skewed items in runs of 64 claimed one run at a time from the world
+            schedule's queue (solver.world_schedule.world_slots: what its solvers do with
+            worlds), so that a thread that finishes its runs early takes more.
 
     python -m bench.loop_balance --threads 1,2 --out bench/results/loop_balance.json
 
@@ -35,6 +38,7 @@ def measure(threads: int, items: int, work: int, heavy: float, ratio: int, reps:
 
     import taichi_hydro as th
     from taichi_hydro import backend
+    from taichi_hydro.solver.world_schedule import first_world, next_world, open_queue, world_slots
 
     th.init("cpu", cpu_threads=threads)  # these loops ask for no serialisation: one thread runs the pool's loop
     out = ti.ndarray(ti.f32, items)
@@ -70,15 +74,30 @@ def measure(threads: int, items: int, work: int, heavy: float, ratio: int, reps:
             if c < items:
                 out[c] = chain(c, work * ratio if c < n_heavy else work)
 
+    queue = ti.ndarray(ti.i32, 1)
+
+    @ti.kernel
+    def queued(out: ti.types.ndarray(dtype=ti.f32, ndim=1), queue: ti.types.ndarray(dtype=ti.i32, ndim=1)):
+        open_queue(queue)
+        for slot in range(world_slots(runs)):
+            j = first_world(slot, runs, queue)
+            while j >= 0:
+                for i in range(RUN):
+                    c = j * RUN + i
+                    if c < items:
+                        out[c] = chain(c, work * ratio if c < n_heavy else work)
+                j = next_world(runs, queue)
+
     rows = {}
-    for kernel in (uniform, skewed, striped):
-        kernel(out)  # compiles
+    for kernel in (uniform, skewed, striped, queued):
+        args = (out, queue) if kernel is queued else (out,)
+        kernel(*args)  # compiles
         ti.sync()
         times = []
         r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         for _ in range(reps):
             t0 = time.perf_counter()
-            kernel(out)
+            kernel(*args)
             ti.sync()
             times.append(time.perf_counter() - t0)
         r1, w1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()

@@ -62,7 +62,7 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
     th.init("cpu", cpu_threads=threads)
     if threads == 1:  # the pool's loops on one thread (set before any kernel compiles)
         backend.SERIAL_LOOPS = False
-        backend.WORLD_SPREAD = 1024
+        backend.WORLD_SPREAD = backend.POOL_SLOTS
     case = registry.find_dynamics(case_name)
     sim = th.Simulator(case.scene(), worlds=worlds, graph=False)
     if case.settle:

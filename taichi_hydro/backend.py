@@ -36,14 +36,18 @@ whose dispatch costs about 130 us per launch on a 2-core machine against about 5
 launches dominate the step, is its use (README, "Launch cost"). Compiled variants are cached
 apart (the loop's setting is part of the kernel's IR)."""
 
+POOL_SLOTS = 1024
+"""Loop indices per thread of the cpu pool that a loop needs for Taichi 1.7's pool to give
+every thread a share (WORLD_SPREAD)."""
+
 WORLD_SPREAD = 0
-"""How far the kernels with one heavy iteration per world (the world schedule's solvers) spread
-their worlds over the cpu backend's thread pool: Taichi 1.7's pool runs an outer range-for of
-fewer than about 1024 iterations on one thread (README, "Stopping on the residual": 64 or 512
-iterations of equal work took the same time on one thread as on two, 1024 half), so such a
-kernel loops over range(worlds * k), k = max(1, WORLD_SPREAD // worlds) (solver.world_schedule.world_spread), and works on every
-k-th index: 1024 per thread of the pool; 0 (k = 1) on one thread and on the GPU backends, whose
-launches spread any range."""
+"""The range of the world schedule's loops on the cpu backend's thread pool (0 on one thread
+and on the GPU backends, whose loops take one world per index): Taichi 1.7's pool runs an
+outer range-for of fewer than about 1024 iterations on one thread (README, "Stopping on the
+residual": 64 or 512 iterations of equal work took the same time on one thread as on two,
+1024 half) and gives each thread a fixed share of the range, so those kernels loop over
+range(WORLD_SPREAD), POOL_SLOTS per thread, and the first index of each thread's share claims
+worlds from a queue (solver.world_schedule.world_slots)."""
 
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
@@ -105,7 +109,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
     frontend.install()
     global SERIAL_LOOPS, WORLD_SPREAD
     SERIAL_LOOPS = arch == "cpu" and cpu_threads == 1
-    WORLD_SPREAD = 1024 * (cpu_threads or os.cpu_count() or 1) if arch == "cpu" and not SERIAL_LOOPS else 0
+    WORLD_SPREAD = POOL_SLOTS * (cpu_threads or os.cpu_count() or 1) if arch == "cpu" and not SERIAL_LOOPS else 0
     threads_before = affinity.thread_ids()
     try:
         # ti.init prints "Starting on arch=..." on stdout: send it to stderr.

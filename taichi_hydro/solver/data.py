@@ -91,7 +91,8 @@ class SolverData:
     stopping test's measure), world_contacts (rows), world_updates
     (contact updates of the last step), world_converged and world_swept (contact schedule: the
     world has stopped; it swept this sweep), world_momentum, world_beta, world_restart
-    (accelerated Jacobi's t, beta and restart sum).
+    (accelerated Jacobi's t, beta and restart sum), world_queue (1,) i32 the worlds claimed so far
+    by the world schedule's loop on the cpu pool (solver.world_schedule.world_slots).
 
     Newton only (arithmetic in `real`: float64 where the backend has it): `linear`, the step's
     solver ("cholesky" or "cg": choose_linear); with cholesky, newton_H (W, 6B, 6B) the Hessian
@@ -137,6 +138,8 @@ class SolverData:
             setattr(self, name, ti.ndarray(ti.i32, W))
         for name in ("world_residual", "world_momentum", "world_beta", "world_restart"):
             setattr(self, name, ti.ndarray(float, W))
+        self.world_queue = ti.ndarray(ti.i32, 1)
+        self.world_queue.fill(0)
         if self.newton:
             N = 6 * B
             for name in ("newton_v", "newton_vs", "newton_grad", "newton_dv", "newton_scale"):

@@ -80,7 +80,7 @@ from ..math3d import quat_to_mat
 from ..types import (ID_A, ID_B, ID_PAIR, L_BIAS, L_LOWER, L_R, L_UPPER, R_MU, R_RN, R_RT, R_VHAT, contact_reg, ivec4, mat3, nd, vec3,
                      vec4, vec6)
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity
-from .world_schedule import world_spread
+from .world_schedule import first_world, next_world, open_queue, world_slots
 
 __all__ = ["newton_funcs", "world_funcs", "newton_solver", "seed_solutions", "MODIFIED_ITERATIONS", "NEAR_TOLERANCES", "LAST_START_ITERATIONS", "LINE_SEARCH_EVALUATIONS", "LINE_SEARCH_RTOL", "ALPHA_MAX"]
 
@@ -1536,6 +1536,7 @@ def newton_solver(real):
     def solve_newton(
         world_start: nd(dtype=ti.i32, ndim=1),
         world_status: nd(dtype=ti.i32, ndim=1),
+        world_queue: nd(dtype=ti.i32, ndim=1),
         c_ids: nd(dtype=ivec4, ndim=1),
         c_frame: nd(dtype=mat3, ndim=1),
         c_ra: nd(dtype=vec3, ndim=1),
@@ -1601,11 +1602,11 @@ def newton_solver(real):
         sparse pile costs a small part of a dense one."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
-        spread = world_spread(n_worlds)
+        open_queue(world_queue)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for slot in range(n_worlds * spread):
-            if slot % spread == 0:
-                w = slot // spread
+        for slot in range(world_slots(n_worlds)):
+            w = first_world(slot, n_worlds, world_queue)
+            while w >= 0:
                 start, end = world_start[w], world_start[w + 1]
                 jstart, jend = bilateral_start[w], bilateral_start[w + 1]
                 it_world = 0
@@ -1683,6 +1684,7 @@ def newton_solver(real):
                 world_contacts[w] = end - start
                 world_updates[w] = evaluations
                 world_islands[w] = n_islands
+                w = next_world(n_worlds, world_queue)
 
     return solve_newton
 

@@ -53,7 +53,7 @@ from .. import backend
 
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
 from .newton import NEAR_TOLERANCES, newton_funcs, world_funcs
-from .world_schedule import world_spread
+from .world_schedule import first_world, next_world, open_queue, world_slots
 
 __all__ = ["cg_funcs", "newton_cg_solver", "CG_RTOL", "CG_ATOL"]
 
@@ -291,6 +291,7 @@ def newton_cg_solver(real):
     def solve_newton_cg(
         world_start: nd(dtype=ti.i32, ndim=1),
         world_status: nd(dtype=ti.i32, ndim=1),
+        world_queue: nd(dtype=ti.i32, ndim=1),
         c_ids: nd(dtype=ivec4, ndim=1),
         c_frame: nd(dtype=mat3, ndim=1),
         c_ra: nd(dtype=vec3, ndim=1),
@@ -347,11 +348,11 @@ def newton_cg_solver(real):
         counts each product's rows in world_updates."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
-        spread = world_spread(n_worlds)
+        open_queue(world_queue)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for slot in range(n_worlds * spread):
-            if slot % spread == 0:
-                w = slot // spread
+        for slot in range(world_slots(n_worlds)):
+            w = first_world(slot, n_worlds, world_queue)
+            while w >= 0:
                 start, end = world_start[w], world_start[w + 1]
                 jstart, jend = bilateral_start[w], bilateral_start[w + 1]
                 it_world = 0
@@ -493,5 +494,6 @@ def newton_cg_solver(real):
                 world_contacts[w] = end - start
                 world_updates[w] = evaluations
                 world_islands[w] = n_islands
+                w = next_world(n_worlds, world_queue)
 
     return solve_newton_cg

@@ -21,15 +21,56 @@ from .. import backend
 from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3
 from .cone import apply_world_impulse, body_change, contact_update, contact_velocity, restart_product, sweep_beta
 
-__all__ = ["world_solver", "world_spread"]
+__all__ = ["world_solver", "open_queue", "world_slots", "first_world", "next_world"]
 
 
 @ti.func
-def world_spread(n_worlds: ti.i32) -> ti.i32:
-    """k of the world schedule's loop over range(n_worlds * k), whose every k-th index works on
-    one world: max(1, backend.WORLD_SPREAD // n_worlds), which spreads the worlds over Taichi's
-    cpu pool (see there); 1 on one thread and on the GPU backends."""
-    return ti.max(1, backend.WORLD_SPREAD // ti.max(n_worlds, 1))
+def open_queue(world_queue: ti.template()):
+    """Empties the queue of worlds before a world loop (on the cpu pool; a serial statement of
+    the kernel, which runs before its loop). world_queue (1,) i32 counts the worlds claimed."""
+    if ti.static(backend.WORLD_SPREAD > 0):
+        world_queue[0] = 0
+
+
+@ti.func
+def world_slots(n_worlds: ti.i32) -> ti.i32:
+    """The range of the world schedule's loop: one slot per world on one thread and on the GPU
+    backends; on the cpu pool, backend.POOL_SLOTS per thread, of which the first of each
+    claims worlds from the queue (first_world, next_world) until none is left, so that a
+    thread whose worlds stop early takes more: Taichi's pool gives each thread a fixed share
+    of the range, and the worlds of a batch cost from one to tens of iterations."""
+    slots = n_worlds
+    if ti.static(backend.WORLD_SPREAD > 0):
+        slots = backend.WORLD_SPREAD
+    return slots
+
+
+@ti.func
+def claim_world(n_worlds: ti.i32, world_queue: ti.template()) -> ti.i32:
+    """The next unclaimed world, -1 once every world is claimed."""
+    k = ti.atomic_add(world_queue[0], 1)
+    return k if k < n_worlds else -1
+
+
+@ti.func
+def first_world(slot: ti.i32, n_worlds: ti.i32, world_queue: ti.template()) -> ti.i32:
+    """The first world of this slot of world_slots, -1 for none."""
+    w = slot
+    if ti.static(backend.WORLD_SPREAD > 0):
+        w = -1
+        if slot % backend.POOL_SLOTS == 0:
+            w = claim_world(n_worlds, world_queue)
+    return w
+
+
+@ti.func
+def next_world(n_worlds: ti.i32, world_queue: ti.template()) -> ti.i32:
+    """The next world of a slot that has solved one, -1 for none (always on one thread and on
+    the GPU backends: one world per slot)."""
+    w = -1
+    if ti.static(backend.WORLD_SPREAD > 0):
+        w = claim_world(n_worlds, world_queue)
+    return w
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,6 +83,7 @@ def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bo
     def solve_world(
         world_start: nd(dtype=ti.i32, ndim=1),
         world_status: nd(dtype=ti.i32, ndim=1),
+        world_queue: nd(dtype=ti.i32, ndim=1),
         c_ids: nd(dtype=ivec4, ndim=1),
         c_frame: nd(dtype=mat3, ndim=1),
         c_ra: nd(dtype=vec3, ndim=1),
@@ -76,11 +118,11 @@ def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bo
         frame); writes the world's iterations, residual [m/s], contacts and contact updates."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
-        spread = world_spread(n_worlds)
+        open_queue(world_queue)
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
-        for slot in range(n_worlds * spread):
-            if slot % spread == 0:
-                w = slot // spread
+        for slot in range(world_slots(n_worlds)):
+            w = first_world(slot, n_worlds, world_queue)
+            while w >= 0:
                 start, end = world_start[w], world_start[w + 1]
                 it = 0
                 residual = 0.0
@@ -165,5 +207,6 @@ def world_solver(gauss_seidel: bool, accelerated: bool, sleep: bool, coulomb: bo
                 world_residual[w] = residual
                 world_contacts[w] = end - start
                 world_updates[w] = updates
+                w = next_world(n_worlds, world_queue)
 
     return solve_world
