@@ -11,11 +11,12 @@ prints the sweeps of every step with contact (and the contacts in it). Variants:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from taichi_hydro.output import append_text
+
+from . import cli
 
 
 def landing_scene(friction: float, modulus_pa: float, gap_m: float, iterations: int):
@@ -34,8 +35,7 @@ def landing_scene(friction: float, modulus_pa: float, gap_m: float, iterations: 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.landing_sweeps", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.landing_sweeps", __doc__)
     p.add_argument("--arch", default="cpu")
     p.add_argument("--moduli", default="1e5,1e6,1e7", help="hydroelastic moduli [Pa], comma-separated")
     p.add_argument("--gap", type=float, default=0.01, help="initial height of the sphere's bottom above the floor [m]")

@@ -16,6 +16,7 @@ import json
 import sys
 import time
 
+from . import cli
 from .machine import describe
 from .worker import run_one, write_rows
 
@@ -80,8 +81,7 @@ def measure(arch: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.launch_cost", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.launch_cost", __doc__)
     p.add_argument("--arch", default="cpu,vulkan")
     p.add_argument("--out", help="write the rows as JSON here")
     p.add_argument("--one", help=argparse.SUPPRESS)  # run one backend in this process

@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 
+from . import cli
 from .machine import describe
 from .worker import run_one, write_rows
 
@@ -110,8 +111,7 @@ def measure(threads: int, items: int, work: int, heavy: float, ratio: int, reps:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.loop_balance", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.loop_balance", __doc__)
     p.add_argument("--threads", default="1,2", help="comma-separated pool sizes, one process each")
     p.add_argument("--items", type=int, default=65536)
     p.add_argument("--work", type=int, default=20, help="rounds of the chain per light item")

@@ -16,7 +16,6 @@ first variant's solve and step time over this one's; one JSON list at --out."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -24,6 +23,7 @@ import time
 import numpy as np
 
 from . import cases as registry
+from . import cli
 from . import states
 from .machine import describe, pool_cores
 from .stage_record import StageRecord, mean_p95_max
@@ -48,11 +48,8 @@ def solver_settings(variant: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.method_ab", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arch", default="cpu")
-    p.add_argument("--case", default="pile_27_1s")
-    p.add_argument("--worlds", type=int, default=64)
+    p = cli.parser("bench.method_ab", __doc__)
+    cli.add_case(p, "pile_27_1s", 64)
     p.add_argument("--variants", default="newton,gauss_seidel",
                    help="comma-separated method[:key=value...] ([solver] settings), at least two")
     p.add_argument("--schedule", default="world")

@@ -9,18 +9,14 @@ bench.run, so that the profile is of the regime the case names."""
 
 from __future__ import annotations
 
-import argparse
-
 from . import cases as registry
+from . import cli
 from . import states
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.profile_kernels", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arch", default="cpu")
-    p.add_argument("--case", default="box_stack")
-    p.add_argument("--worlds", type=int, default=1)
+    p = cli.parser("bench.profile_kernels", __doc__)
+    cli.add_case(p, "box_stack", 1)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--schedule", help="solver schedule (default: the backend's)")
     p.add_argument("--method", help="solver method (default: the schedule's)")

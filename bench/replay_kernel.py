@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from . import cli
 from .machine import describe
 from .worker import run_one, write_rows
 
@@ -115,10 +116,8 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.replay_kernel", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--case", default="pile_27_settled")
-    p.add_argument("--worlds", type=int, default=64)
+    p = cli.parser("bench.replay_kernel", __doc__)
+    cli.add_case(p, "pile_27_settled", 64, arch=False)
     p.add_argument("--kernel", default="clip_candidates")
     p.add_argument("--threads", default="1,2", help="comma-separated pool sizes, one process each")
     p.add_argument("--steps", type=int, default=20, help="steps before the replay")

@@ -20,11 +20,12 @@ world and contact."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from taichi_hydro.output import append_text
+
+from . import cli
 
 G = 9.81
 BOX, RADIUS = 0.1, 0.05  # m: box edge, sphere radius
@@ -143,8 +144,7 @@ def run_case(case: str, dt: float, modulus: float, settle_s: float, window: int)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.rigid_modulus", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.rigid_modulus", __doc__)
     p.add_argument("--arch", default="cpu")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {list(CASES)}")
     p.add_argument("--moduli", default="1e6,1e7,1e8,1e9,1e10,1e11,1e12,1e13,1e14", help="rigid_modulus values [Pa]")

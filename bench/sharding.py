@@ -24,7 +24,6 @@ a measurement."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -35,6 +34,7 @@ from pathlib import Path
 from taichi_hydro.output import check_output
 
 from . import cases as registry
+from . import cli
 from .machine import machine
 from .rows import emit
 
@@ -115,8 +115,7 @@ def estimate(rows: list[dict], h100: Path, gpus: int, nodes: int, network_gbps: 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.sharding", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.sharding", __doc__)
     p.add_argument("--cases", default="box_stack:64,pile_27:16", help="case:worlds, comma-separated (bench/cases.py)")
     p.add_argument("--warmup", type=int, default=4, help="steps of the first (compiling) call")
     p.add_argument("--long", type=int, default=16, help="steps per call of the second series")

@@ -12,12 +12,12 @@ another checkout for that version, which prints without the skin columns)."""
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import re
 
 from . import cases as registry
+from . import cli
 from . import states
 
 COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "geometry_regions", "find_candidates",
@@ -25,11 +25,8 @@ COLLIDE = ("clear_counts", "pair_activity", "pair_depth", "geometry_regions", "f
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.skin_ab", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arch", default="cpu")
-    p.add_argument("--case", default="pile_27_settled")
-    p.add_argument("--worlds", type=int, default=64)
+    p = cli.parser("bench.skin_ab", __doc__)
+    cli.add_case(p, "pile_27_settled", 64)
     p.add_argument("--skin", type=float, help="[collision] skin [m]; 0: off (default: the scene's)")
     p.add_argument("--steps", type=int, default=48)
     args = p.parse_args(argv)

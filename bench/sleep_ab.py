@@ -14,13 +14,12 @@ a second, untimed pass step by step)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
 
-
 from . import cases as registry
+from . import cli
 from .rows import emit
 from .machine import machine
 
@@ -61,7 +60,7 @@ def measure(case_name: str, worlds: int, chunk: int = 10) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.sleep_ab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.sleep_ab", __doc__)
     p.add_argument("--arch", default="cpu")
     p.add_argument("--cases", default="pile_27:64,pile_64:16,box_stack:64,coin:64", help="case:worlds, comma-separated")
     p.add_argument("--out", help="append the JSON lines to this file")

@@ -15,20 +15,18 @@ speed moves with its load."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
+
+from . import cli
 
 STATES = Path(__file__).resolve().parent / "states"
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.stage_ab", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arch", default="cpu")
-    p.add_argument("--case", default="pile_27_settled")
-    p.add_argument("--worlds", type=int, default=64)
+    p = cli.parser("bench.stage_ab", __doc__)
+    cli.add_case(p, "pile_27_settled", 64)
     p.add_argument("--steps", type=int, default=20, help="profiled steps")
     p.add_argument("--warmup", type=int, default=150, help="steps before profiling (cases without a saved state)")
     args = p.parse_args(argv)

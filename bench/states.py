@@ -25,7 +25,6 @@ naming the file and both cases): remake the file when a settled case's scene cha
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ from taichi_hydro.output import atomic_write
 from taichi_hydro.state import STATE_FIELDS
 
 from . import cases as registry
+from . import cli
 
 STATES = Path(__file__).resolve().parent / "states"
 """Where the committed start states are: STATES / f"{case}.npz"."""
@@ -133,8 +133,7 @@ def with_start_state(scene: th.Scene, state: dict) -> th.Scene:
 
 def main(argv=None) -> int:
     settled_cases = [c.name for c in registry.DYNAMICS_CASES if c.settle]
-    p = argparse.ArgumentParser(prog="python -m bench.states", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser("bench.states", __doc__)
     p.add_argument("--cases", default=",".join(settled_cases), help=f"comma-separated, of {settled_cases}")
     args = p.parse_args(argv)
     names = args.cases.split(",")

@@ -8,7 +8,7 @@ import pytest
 
 import taichi_hydro as th
 from bench import cases as registry
-from bench import run, states
+from bench import cli, run, states
 
 SETTLED = [c for c in registry.DYNAMICS_CASES if c.settle]
 
@@ -105,3 +105,17 @@ def test_mean_p95_max_pools_the_arrays_of_every_step():
     mean, p95, top = mean_p95_max([np.array([1, 2]), np.array([3, 4, 10])])
     assert mean == 4.0 and p95 == pytest.approx(np.percentile([1, 2, 3, 4, 10], 95)) and top == 10
     assert isinstance(top, int)  # iteration counts stay integers in the JSON
+
+
+@pytest.mark.parametrize("argv, fragment", [(["--case", "pile_2"], "'pile_2'"), (["--worlds", "0"], "'0'"),
+                                            (["--arch", "gpu"], "'gpu'")])
+def test_bench_options_refuse_bad_values_by_name(argv, fragment, capsys):
+    """The bench tools' shared options (bench/cli.py) refuse an unknown case, a batch of no
+    worlds and an unknown backend with argparse's error naming the option and the value."""
+    p = cli.parser("bench.example", "doc")
+    cli.add_case(p, "pile_27", 64)
+    assert vars(p.parse_args([])) == {"arch": "cpu", "case": "pile_27", "worlds": 64}
+    with pytest.raises(SystemExit):
+        p.parse_args(argv)
+    err = capsys.readouterr().err
+    assert argv[0] in err and fragment in err
