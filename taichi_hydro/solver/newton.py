@@ -1416,49 +1416,45 @@ def world_funcs(real):
                 f.mass_hessian(w, 6 * I, inv_m, I_W, newton_H)
             else:
                 f.mass_gradient(w, 6 * I, inv_m, I_W, newton_v, newton_vs, newton_grad)
-        pair = -1
-        run_a, run_b, run_pa, run_pb, run_mobile_a = 0, 0, 0, 0, 0
-        d = f.rvec3(0.0)
-        sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
-        sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
-        for s in range(s0, s1 + 1):
-            c = -1
-            ids = ivec4(-1)
-            if s < s1:
-                c = newton_row[s]
-                ids = c_ids[c]
-            if ids[ID_PAIR] != pair or s == s1:
-                if pair >= 0:
-                    if ti.static(hessian):
-                        f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass, newton_H)
-                    else:
-                        f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass, newton_grad)
-                pair = ids[ID_PAIR]
-                if s < s1:
-                    run_a, run_b = ids[ID_A], ids[ID_B]
-                    run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
-                    run_mobile_a = body_inv_mass[wm, run_a] > 0.0
-                    _, d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
-                    sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
-                    sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
-            if s < s1:
-                if ti.static(not hessian):
-                    if stepped == 1:
-                        f.step_contact(c, alpha, c_u, c_jdv, c_reg, c_bound)
-                ra, rb = ti.cast(c_ra[c], real), ti.cast(c_rb[c], real)
-                gamma, G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
-                if ti.static(hessian):
-                    arm, _ = f.hessian_arm(run_mobile_a, ra, rb)
+        if ti.static(not hessian):
+            if stepped == 1:
+                for s in range(s0, s1):
+                    f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
+        s = s0
+        while s < s1:  # one run of rows of one pair at a time
+            ids = c_ids[newton_row[s]]
+            e = s + 1
+            while e < s1 and c_ids[newton_row[e]][ID_PAIR] == ids[ID_PAIR]:
+                e += 1
+            run_a, run_b = ids[ID_A], ids[ID_B]
+            run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
+            run_mobile_a = body_inv_mass[wm, run_a] > 0.0
+            c0 = newton_row[s]
+            arm0, d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c0], real), ti.cast(c_rb[c0], real))
+            if ti.static(hessian):
+                sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
+                for t in range(s, e):  # loads and sums only: a loop LLVM can vectorise
+                    c = newton_row[t]
+                    row_gamma, G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
+                    arm, row_d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
                     cA, cAS, cSAS = f.row_curvature(G, ti.cast(c_frame[c], real), arm)
                     sum_A += cA
                     sum_AS += cAS
                     sum_SAS += cSAS
-                else:
-                    cf, cta, ctb = f.row_force(gamma, ti.cast(c_frame[c], real), ra, rb)
+                f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass, newton_H)
+            else:
+                sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
+                for t in range(s, e):
+                    c = newton_row[t]
+                    gamma, row_G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
+                    cf, cta, ctb = f.row_force(gamma, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
+                                               ti.cast(c_rb[c], real))
                     sum_f += cf
                     sum_ta += cta
                     sum_tb += ctb
-                evaluations += 1
+                f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass, newton_grad)
+            evaluations += e - s
+            s = e
         for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
             jids = b_ids[j]
             if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
