@@ -231,14 +231,32 @@ def newton_funcs(real):
                 H[w, 6 * i + r, 6 * j + c] += s * x[r] * y[c]
 
     @ti.func
+    def body_twist(w: ti.i32, p: ti.i32, v: ti.template()):
+        """(linear, angular) velocity of the body at v[w, p:p + 6]."""
+        return rvec3(v[w, p], v[w, p + 1], v[w, p + 2]), rvec3(v[w, p + 3], v[w, p + 4], v[w, p + 5])
+
+    @ti.func
+    def relative_u(F: rmat3, ra: rvec3, rb: rvec3, va: rvec3, wa: rvec3, vb: rvec3, wb: rvec3) -> rvec3:
+        """Velocity of b relative to a at the contact, contact frame, from the bodies' twists."""
+        return mat_vec(F, (vb + wb.cross(rb)) - (va + wa.cross(ra)))
+
+    @ti.func
     def contact_u(w: ti.i32, pa: ti.i32, pb: ti.i32, F: rmat3, ra: rvec3, rb: rvec3, v: ti.template()) -> rvec3:
         """u = J v: velocity of b relative to a at the contact, contact frame, from the world's
         generalized velocities, (v, w) of body a at v[w, pa:pa + 6] and of b at pb."""
-        va = rvec3(v[w, pa], v[w, pa + 1], v[w, pa + 2])
-        wa = rvec3(v[w, pa + 3], v[w, pa + 4], v[w, pa + 5])
-        vb = rvec3(v[w, pb], v[w, pb + 1], v[w, pb + 2])
-        wb = rvec3(v[w, pb + 3], v[w, pb + 4], v[w, pb + 5])
-        return mat_vec(F, (vb + wb.cross(rb)) - (va + wa.cross(ra)))
+        va, wa = body_twist(w, pa, v)
+        vb, wb = body_twist(w, pb, v)
+        return relative_u(F, ra, rb, va, wa, vb, wb)
+
+    @ti.func
+    def run_end(s: ti.i32, s1: ti.i32, newton_row: ti.template(), c_ids: ti.template()) -> ti.i32:
+        """The end of the run of rows from position s (< s1) of newton_row that share row s's
+        pair of geometries: the rows of one pair come one after another, mostly."""
+        pair = c_ids[newton_row[s]][ID_PAIR]
+        e = s + 1
+        while e < s1 and c_ids[newton_row[e]][ID_PAIR] == pair:
+            e += 1
+        return e
 
     @ti.func
     def times_skew(A: rmat3, r: rvec3) -> rmat3:
@@ -1335,12 +1353,17 @@ def world_funcs(real):
             dMd, dMv = f.mass_directional(w, wm, b, 6 * newton_pos[w, b], newton_v, newton_vs, newton_dv,
                                           body_inv_mass, body_inv_inertia_W, dMd, dMv)
         joints = 0
-        for s in range(s0, s1):
-            c = newton_row[s]
-            ids = c_ids[c]
-            pa, pb = 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]]
-            c_jdv[c] = f.contact_u(w, pa, pb, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
-                                   newton_dv)
+        run = s0
+        while run < s1:  # J dv, a run of one pair's rows at a time (the bodies' steps loaded once)
+            e = f.run_end(run, s1, newton_row, c_ids)
+            ids = c_ids[newton_row[run]]
+            va, wa = f.body_twist(w, 6 * newton_pos[w, ids[ID_A]], newton_dv)
+            vb, wb = f.body_twist(w, 6 * newton_pos[w, ids[ID_B]], newton_dv)
+            for t in range(run, e):
+                c = newton_row[t]
+                c_jdv[c] = f.relative_u(ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), va, wa, vb,
+                                        wb)
+            run = e
         alpha = ti.cast(1.0, real)
         if d0 >= 0.0:  # no descent left: the iterate is the minimum to round-off
             alpha = 0.0
@@ -1422,10 +1445,8 @@ def world_funcs(real):
                     f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
         s = s0
         while s < s1:  # one run of rows of one pair at a time
+            e = f.run_end(s, s1, newton_row, c_ids)
             ids = c_ids[newton_row[s]]
-            e = s + 1
-            while e < s1 and c_ids[newton_row[e]][ID_PAIR] == ids[ID_PAIR]:
-                e += 1
             run_a, run_b = ids[ID_A], ids[ID_B]
             run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
             run_mobile_a = body_inv_mass[wm, run_a] > 0.0
