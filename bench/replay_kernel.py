@@ -23,7 +23,12 @@ the first (a replay of one problem: True). For Newton's world kernel the inputs 
 with the solution, the warm-start impulses and the last solution:
 
     python -m bench.replay_kernel --case pile_27 --steps 300 --kernel solve_newton --threads 2 \
-        --restore body_vc,body_wc,c_gamma,b_gamma,newton_last,newton_kept"""
+        --restore body_vc,body_wc,c_gamma,b_gamma,newton_last,newton_kept
+
+Two checkouts step a chaotic case to different states (their round-off differs), so they
+replay different problems. `--save-state FILE` writes the state after the steps; `--state FILE
+--steps 2` then starts both from it (the first step from a set state has no warm start, the
+second has), and both replay the same problem."""
 
 import argparse
 import copy
@@ -48,10 +53,42 @@ def _idle_ticks() -> list[int]:
         return [int(line.split()[4]) for line in f if line.startswith("cpu") and line[3] != " "]
 
 
-def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int, restore: str = "counts") -> dict:
+def save_batch_state(path: str, case_name: str, state: dict) -> None:
+    """Write a batch's state (Simulator.get_state's arrays) and its case's name to `path`
+    (.npz, atomically), for --state."""
+    from taichi_hydro.output import atomic_write
+    from taichi_hydro.state import STATE_FIELDS
+
+    arrays = {name: state[name] for name, _ in STATE_FIELDS}
+    atomic_write(path, lambda tmp: np.savez(tmp, case=np.array(case_name), **arrays))
+
+
+def load_batch_state(path: str, case_name: str, worlds: int) -> dict:
+    """The state that save_batch_state wrote to `path`, checked to be of case `case_name` and of
+    `worlds` worlds (SystemExit naming the file otherwise)."""
+    from taichi_hydro.state import STATE_FIELDS
+
+    try:
+        with np.load(path) as f:
+            data = {k: f[k] for k in f.files}
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--state {path}: not a saved batch state: {exc}") from None
+    names = [name for name, _ in STATE_FIELDS]
+    if "case" not in data or any(n not in data for n in names):
+        raise SystemExit(f"--state {path}: not a batch state written by --save-state")
+    if str(data["case"]) != case_name or data[names[0]].shape[0] != worlds:
+        raise SystemExit(f"--state {path}: a state of case '{data['case']}' with {data[names[0]].shape[0]} worlds, not "
+                         f"'{case_name}' with {worlds} worlds")
+    return {n: data[n] for n in names}
+
+
+def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, launches: int, restore: str = "counts",
+            state: str | None = None, save_state: str | None = None) -> dict:
     """The replay of `kernel` on a pool of `threads` threads (this process); restore: what is put
     back before each launch besides the collision's counters ("counts": nothing else;
-    "arguments": every array argument; or a comma-separated list of array arguments)."""
+    "arguments": every array argument; or a comma-separated list of array arguments). state:
+    start from this file (save_batch_state's) instead of the case's start; save_state: write the
+    state reached after the steps there."""
     import taichi as ti
 
     import taichi_hydro as th
@@ -66,9 +103,13 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
         backend.WORLD_SPREAD = backend.POOL_SLOTS
     case = registry.find_dynamics(case_name)
     sim = th.Simulator(case.scene(), worlds=worlds, graph=False)
-    if case.settle:
+    if state:
+        sim.reset(state=load_batch_state(state, case_name, worlds))
+    elif case.settle:
         sim.reset(state=states.start_state(case, worlds))
     sim.step(steps)
+    if save_state:
+        save_batch_state(save_state, case_name, sim.get_state())
     plan, args = sim.step_plan, sim.bindings()
     found = [(k, names) for k, names in plan.launches if k.__name__ == kernel]
     if not found:
@@ -125,17 +166,22 @@ def main(argv=None) -> int:
     p.add_argument("--restore", default="counts",
                    help="what is put back before each launch: \"counts\" (the collision's counters), \"arguments\" (every "
                         "array argument too) or a comma-separated list of the kernel's array arguments (and the counters)")
+    p.add_argument("--state", help="start from this batch state (written by --save-state) instead of the case's start")
+    p.add_argument("--save-state", help="write the state reached after --steps here (.npz): two code versions replayed "
+                                        "from one such file solve the same problem")
     p.add_argument("--out", help="write the rows as JSON here")
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)  # measure this pool size in this process
     args = p.parse_args(argv)
     if args.one:
-        print(json.dumps(measure(args.case, args.worlds, args.kernel, args.one, args.steps, args.launches, args.restore)))
+        print(json.dumps(measure(args.case, args.worlds, args.kernel, args.one, args.steps, args.launches, args.restore,
+                                 args.state, args.save_state)))
         return 0
     rows = []
     for threads in args.threads.split(","):
+        extra = [*(["--state", args.state] if args.state else []), *(["--save-state", args.save_state] if args.save_state else [])]
         row = run_one("bench.replay_kernel", [threads, "--case", args.case, "--worlds", str(args.worlds), "--kernel",
                                               args.kernel, "--steps", str(args.steps), "--launches", str(args.launches),
-                                              "--restore", args.restore],
+                                              "--restore", args.restore, *extra],
                       f"{threads} threads")
         if row is None:
             return 1

@@ -119,3 +119,31 @@ def test_bench_options_refuse_bad_values_by_name(argv, fragment, capsys):
         p.parse_args(argv)
     err = capsys.readouterr().err
     assert argv[0] in err and fragment in err
+
+
+def test_replay_kernel_starts_two_checkouts_from_one_saved_state(arch, tmp_path):
+    """bench.replay_kernel --save-state writes the batch's state after its steps, --state starts
+    from it (so two code versions replay the same problem); a state of another case or world
+    count is refused, naming the file."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    host_only(arch)
+    saved = tmp_path / "state.npz"
+
+    def replay(*extra, worlds=2):
+        return subprocess.run([sys.executable, "-m", "bench.replay_kernel", "--one", "1", "--case", "pile_1", "--worlds",
+                               str(worlds), "--kernel", "solve_newton", "--launches", "2", "--restore", "arguments", *extra],
+                              capture_output=True, text=True, cwd=ROOT)
+
+    first = replay("--steps", "40", "--save-state", str(saved))
+    assert first.returncode == 0, first.stderr
+    reference = np.load(saved)
+    assert str(reference["case"]) == "pile_1" and reference["position"].shape[0] == 2
+    again = replay("--steps", "0", "--state", str(saved), "--save-state", str(tmp_path / "again.npz"))
+    assert again.returncode == 0, again.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "again.npz")["position"], reference["position"])
+    wrong = replay("--steps", "0", "--state", str(saved), worlds=3)
+    assert wrong.returncode != 0 and str(saved) in wrong.stderr and "3 worlds" in wrong.stderr
