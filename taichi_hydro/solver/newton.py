@@ -1443,18 +1443,21 @@ def world_funcs(real):
             if stepped == 1:
                 for s in range(s0, s1):
                     f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
-        s = s0
-        while s < s1:  # one run of rows of one pair at a time
-            e = f.run_end(s, s1, newton_row, c_ids)
-            ids = c_ids[newton_row[s]]
+        # One run of rows of one pair at a time, summed in an inner loop of loads and sums only (no
+        # stores: a loop LLVM can vectorise), then written once. Names such as row_G and arm0 take the
+        # unused parts of a func's result: Taichi's `_` may not change type within a kernel.
+        run = s0
+        while run < s1:
+            e = f.run_end(run, s1, newton_row, c_ids)
+            ids = c_ids[newton_row[run]]
             run_a, run_b = ids[ID_A], ids[ID_B]
             run_pa, run_pb = newton_pos[w, run_a], newton_pos[w, run_b]
             run_mobile_a = body_inv_mass[wm, run_a] > 0.0
-            c0 = newton_row[s]
+            c0 = newton_row[run]
             arm0, d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c0], real), ti.cast(c_rb[c0], real))
             if ti.static(hessian):
                 sum_A, sum_AS, sum_SAS = f.rmat3(0.0), f.rmat3(0.0), f.rmat3(0.0)
-                for t in range(s, e):  # loads and sums only: a loop LLVM can vectorise
+                for t in range(run, e):
                     c = newton_row[t]
                     row_gamma, G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
                     arm, row_d = f.hessian_arm(run_mobile_a, ti.cast(c_ra[c], real), ti.cast(c_rb[c], real))
@@ -1465,7 +1468,7 @@ def world_funcs(real):
                 f.add_hessian(w, wm, run_a, run_b, run_pa, run_pb, sum_A, sum_AS, sum_SAS, d, body_inv_mass, newton_H)
             else:
                 sum_f, sum_ta, sum_tb = f.rvec3(0.0), f.rvec3(0.0), f.rvec3(0.0)
-                for t in range(s, e):
+                for t in range(run, e):
                     c = newton_row[t]
                     gamma, row_G = f.response(c_u[c], c_bound[c], c_reg[c], modified)
                     cf, cta, ctb = f.row_force(gamma, ti.cast(c_frame[c], real), ti.cast(c_ra[c], real),
@@ -1474,8 +1477,8 @@ def world_funcs(real):
                     sum_ta += cta
                     sum_tb += ctb
                 f.add_gradient(w, wm, run_a, run_b, run_pa, run_pb, sum_f, sum_ta, sum_tb, body_inv_mass, newton_grad)
-            evaluations += e - s
-            s = e
+            evaluations += e - run
+            run = e
         for j in range(jstart, jend):  # bilateral rows: gamma(u) and G = -d gamma / d u
             jids = b_ids[j]
             if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
