@@ -91,6 +91,10 @@ class Contact:
 
 
 IDENTITY_QUATERNION = (1.0, 0.0, 0.0, 0.0)
+# Why [solver] sigma = 0 is refused with method newton (here, and in SolverOptions.resolve where
+# method "auto" picks it): its friction law is the regularised one, R_t = sigma w.
+NEWTON_SIGMA = ("0: method newton solves the regularised friction law (R_t = sigma w), which needs sigma > 0 (default "
+                "1e-3); use sigma > 0, or a projected method")
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,8 @@ class SolverSettings:
       method "auto" the world schedule then runs Gauss-Seidel).
     beta [1.0]: near-rigid floor: a contact is never stiffer than a spring whose period is
       2 pi dt / beta (Drake SAP's rule); applied to a whole patch at once (see contact.assemble).
-    sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass).
+    sigma [1e-3]: friction regularisation R_t = sigma w (w: the contact's inverse mass);
+      method newton needs sigma > 0.
     warm_start [true]: start from the impulses of the same polygons at the previous step.
     schedule ["auto"]: "world" (one thread per world runs every iteration: few launches, the
       CPU default), "contact" (one thread per contact per iteration: the GPU default),
@@ -689,6 +694,8 @@ def scene_from_dict(data: dict, source: str = "<dict>", base_dir: str | Path | N
                                  "schedule = \"world\", or linear = \"cholesky\")")
     if solver.relaxation > 1.0:
         raise st.error("relaxation", f"must be in (0, 1], got {solver.relaxation}")
+    if solver.sigma == 0.0 and solver.method == "newton":
+        raise st.error("sigma", NEWTON_SIGMA)
     st.finish()
     raw_bodies = top.raw("body", [])
     if not isinstance(raw_bodies, list):

@@ -473,13 +473,15 @@ def test_bilateral_row_pins_a_body_to_the_world(arch, compliance):
     ({"method": "gauss_seidel", "presweeps": 4}, ["[solver]", "'presweeps'", "gauss_seidel"]),
     ({"method": "newton", "schedule": "block", "presweeps": 4}, ["[solver]", "'presweeps'", "block"]),
     ({"method": "newton", "presweeps": -1}, ["[solver]", "'presweeps'", "-1"]),
+    ({"method": "newton", "sigma": 0.0}, ["[solver]", "'sigma'", "0", "sigma > 0"]),
 ])
 def test_newton_settings_that_do_not_combine_are_refused(arch, solver, fragments):
     """Settings Newton cannot honour are refused with the file and the key, never ignored:
     mode "convex", a schedule other than world or block, a misspelt method; and [solver]
     linear, which takes "auto", "cholesky" or "cg", only with method newton, and cg only on
     the world schedule (test_newton_cg.py tests what each does); presweeps, a count >= 0, only
-    with method newton and not on the block schedule."""
+    with method newton and not on the block schedule; sigma = 0 (Newton's friction law is the
+    regularised one, R_t = sigma w)."""
     if arch != "cpu":
         pytest.skip("host-side scene checks: run once, on the cpu pass")
     data = {"solver": solver, "body": [{"name": "ball", "mass": 0.1, "shape": {"type": "sphere", "radius": 0.05}}]}
@@ -489,6 +491,19 @@ def test_newton_settings_that_do_not_combine_are_refused(arch, solver, fragments
     assert message.startswith("bad.toml:")
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def test_newton_chosen_by_auto_refuses_sigma_zero(arch):
+    """method "auto" picks Newton on the world schedule (cpu, vulkan): sigma = 0, which the
+    projected methods take, is then refused naming the file and the key (it used to freeze the
+    world with a failed solve); on the contact schedule (cuda's default) it is accepted."""
+    if arch != "cpu":
+        pytest.skip("host-side scene checks: run once, on the cpu pass")
+    from taichi_hydro.solver import SolverOptions
+
+    with pytest.raises(th.SceneError, match=r"^bad\.toml: \[solver\] sigma 0.*sigma > 0.*\"auto\" chose newton"):
+        SolverOptions.resolve(th.SolverSettings(sigma=0.0), "cpu", source="bad.toml")
+    assert SolverOptions.resolve(th.SolverSettings(sigma=0.0), "cuda").method == "accelerated"
 
 
 def pinned_body():

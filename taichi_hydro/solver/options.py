@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SceneError
-from ..scene import SolverSettings
+from ..scene import NEWTON_SIGMA, SolverSettings
 
 __all__ = ["SolverOptions", "BLOCK_ARCHS"]
 
@@ -79,6 +79,9 @@ class SolverOptions:
             why = "the scene has joints" if joints else f"schedule \"{settings.schedule}\" runs it" if schedule == "block" else "asked for"
             raise SceneError(f"{source}: [solver] mode \"convex\" is a relaxation of the projected iterations; method newton "
                              f"({why}) solves the Coulomb law: use mode = \"coulomb\"")
+        if method == "newton" and settings.sigma == 0.0:
+            chosen = " (method \"auto\" chose newton here)" if settings.method == "auto" else ""
+            raise SceneError(f"{source}: [solver] sigma {NEWTON_SIGMA}{chosen}")
         if method in ("gauss_seidel", "newton") and schedule == "contact":
             raise SceneError(f"{source}: [solver] method {method} needs schedule \"world\"")
         if isinstance(settings.presweeps, bool) or not isinstance(settings.presweeps, int) or settings.presweeps < 0:
