@@ -124,26 +124,36 @@ def test_bench_options_refuse_bad_values_by_name(argv, fragment, capsys):
 def test_replay_kernel_starts_two_checkouts_from_one_saved_state(arch, tmp_path):
     """bench.replay_kernel --save-state writes the batch's state after its steps, --state starts
     from it (so two code versions replay the same problem); a state of another case or world
-    count is refused, naming the file."""
+    count is refused, naming the file. No steps are taken and a small kernel is replayed, so
+    that the three processes compile little: the state given is the start moved by a
+    different offset in each world, which only a state that is read and applied comes back as."""
     import subprocess
     import sys
 
     from conftest import ROOT
 
+    from bench.replay_kernel import save_batch_state
+
     host_only(arch)
-    saved = tmp_path / "state.npz"
+    start, given, again = tmp_path / "start.npz", tmp_path / "given.npz", tmp_path / "again.npz"
 
     def replay(*extra, worlds=2):
         return subprocess.run([sys.executable, "-m", "bench.replay_kernel", "--one", "1", "--case", "pile_1", "--worlds",
-                               str(worlds), "--kernel", "solve_newton", "--launches", "2", "--restore", "arguments", *extra],
-                              capture_output=True, text=True, cwd=ROOT)
+                               str(worlds), "--kernel", "integrate", "--launches", "2", "--restore", "arguments", "--steps",
+                               "0", *extra], capture_output=True, text=True, cwd=ROOT)
 
-    first = replay("--steps", "40", "--save-state", str(saved))
+    first = replay("--save-state", str(start))
     assert first.returncode == 0, first.stderr
-    reference = np.load(saved)
-    assert str(reference["case"]) == "pile_1" and reference["position"].shape[0] == 2
-    again = replay("--steps", "0", "--state", str(saved), "--save-state", str(tmp_path / "again.npz"))
-    assert again.returncode == 0, again.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "again.npz")["position"], reference["position"])
-    wrong = replay("--steps", "0", "--state", str(saved), worlds=3)
-    assert wrong.returncode != 0 and str(saved) in wrong.stderr and "3 worlds" in wrong.stderr
+    with np.load(start) as f:
+        state = {k: f[k] for k in f.files if k != "case"}
+        assert str(f["case"]) == "pile_1"
+    assert state["position"].shape[0] == 2
+    state["position"] = state["position"] + np.array([[[0.01, 0.0, 0.02]], [[-0.03, 0.01, 0.05]]])
+    save_batch_state(str(given), "pile_1", state)
+    read = replay("--state", str(given), "--save-state", str(again))
+    assert read.returncode == 0, read.stderr
+    with np.load(again) as f:
+        for name, value in state.items():
+            np.testing.assert_allclose(f[name], value, rtol=0, atol=1e-6 * (1 + np.abs(value).max()), err_msg=name)
+    wrong = replay("--state", str(given), worlds=3)
+    assert wrong.returncode != 0 and str(given) in wrong.stderr and "3 worlds" in wrong.stderr
