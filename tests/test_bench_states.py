@@ -1,4 +1,4 @@
-"""The saved start states of the settled benchmark cases (bench/states.py)."""
+"""The saved start states of the settled benchmark cases (bench/states.py), and the bench tools' shared plumbing."""
 
 import dataclasses
 import shutil
@@ -161,3 +161,14 @@ def test_replay_kernel_starts_two_checkouts_from_one_saved_state(arch, tmp_path)
             np.testing.assert_allclose(f[name], value, rtol=0, atol=1e-6 * (1 + np.abs(value).max()), err_msg=name)
     wrong = replay("--state", str(given), worlds=3)
     assert wrong.returncode != 0 and str(given) in wrong.stderr and "3 worlds" in wrong.stderr
+
+
+def test_cpu_model_names_the_family_and_model_of_the_first_processor():
+    """A bench row's device names the CPU's family and model (a VM may show only "AMD EPYC",
+    and the family decides how Taichi's LLVM optimises: bench.machine.cpu_model)."""
+    from bench.machine import cpu_model
+
+    text = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n\n"
+            "processor\t: 1\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: other\n")
+    assert cpu_model(text) == "AMD EPYC (family 26, model 2)"
+    assert cpu_model("processor\t: 0\nmodel name\t: Some CPU\n") == "Some CPU"
