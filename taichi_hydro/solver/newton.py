@@ -149,15 +149,16 @@ def newton_funcs(real):
         active = x > 0.0
         slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
         stick = slip <= g * Rt
-        k = g / slip  # sliding only (slip > g Rt >= 0)
+        inv_slip, inv_Rt, inv_Rn = 1.0 / slip, 1.0 / Rt, 1.0 / Rn  # three divisions per row
+        k = g * inv_slip  # sliding only (slip > g Rt >= 0)
         exact = (modified == 0) and not stick  # the exact slip curvature: G_t = k (I - t t^T)
-        tx, ty = u[0] / slip, u[1] / slip
-        gamma = rvec3(ti.select(stick, -u[0] / Rt, -k * u[0]), ti.select(stick, -u[1] / Rt, -k * u[1]),
-                      ti.select(active, x / Rn, zero))
-        G00 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * tx * tx, k))
-        G11 = ti.select(stick, 1.0 / Rt, ti.select(exact, k - k * ty * ty, k))
+        tx, ty = u[0] * inv_slip, u[1] * inv_slip
+        gamma = rvec3(ti.select(stick, -u[0] * inv_Rt, -k * u[0]), ti.select(stick, -u[1] * inv_Rt, -k * u[1]),
+                      ti.select(active, x * inv_Rn, zero))
+        G00 = ti.select(stick, inv_Rt, ti.select(exact, k - k * tx * tx, k))
+        G11 = ti.select(stick, inv_Rt, ti.select(exact, k - k * ty * ty, k))
         G01 = ti.select(exact, zero - k * tx * ty, zero)
-        G = rmat3([[G00, G01, zero], [G01, G11, zero], [zero, zero, ti.select(active, 1.0 / Rn, zero)]])
+        G = rmat3([[G00, G01, zero], [G01, G11, zero], [zero, zero, ti.select(active, inv_Rn, zero)]])
         return gamma, G
 
     @ti.func
@@ -193,9 +194,11 @@ def newton_funcs(real):
         ud = u[0] * d[0] + u[1] * d[1]
         dd = d[0] * d[0] + d[1] * d[1]
         stick = slip <= g * Rt
-        k = g / slip  # sliding only (slip > g Rt >= 0)
-        d1 = ti.select(active, -x / Rn * d[2], zero) + ti.select(stick, ud / Rt, k * ud)
-        d2 = ti.select(active, d[2] * d[2] / Rn, zero) + ti.select(stick, dd / Rt, k * (dd - ud * ud / (slip * slip)))
+        inv_slip, inv_Rt, inv_Rn = 1.0 / slip, 1.0 / Rt, 1.0 / Rn  # three divisions per row
+        k = g * inv_slip  # sliding only (slip > g Rt >= 0)
+        ut = ud * inv_slip
+        d1 = ti.select(active, -x * inv_Rn * d[2], zero) + ti.select(stick, ud * inv_Rt, k * ud)
+        d2 = ti.select(active, d[2] * d[2] * inv_Rn, zero) + ti.select(stick, dd * inv_Rt, k * (dd - ut * ut))
         return d1, d2
 
     @ti.func
