@@ -138,19 +138,26 @@ def newton_funcs(real):
                       for i in ti.static(range(3))])
 
     @ti.func
+    def regime(u: rvec3, g: real, reg: contact_reg):
+        """A contact row's state at contact velocity u with bound g, shared by response() and
+        directional() so that the two agree: x = vhat - u_n [m/s], active (x > 0), stick
+        (|u_t| <= g R_t), k = g / |u_t| (used only while sliding, |u_t| > g R_t >= 0), and the
+        reciprocals 1 / |u_t|, 1 / R_t, 1 / R_n that the callers multiply by (three divisions
+        per row)."""
+        Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
+        x = vhat - u[2]
+        slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
+        inv_slip = 1.0 / slip
+        return x, x > 0.0, slip <= g * Rt, g * inv_slip, inv_slip, 1.0 / Rt, 1.0 / Rn
+
+    @ti.func
     def response(u: rvec3, g: real, reg: contact_reg, modified: ti.i32):
         """(gamma, G): the impulse [N s] and its derivative -d gamma / d u, contact frame.
         Branch-free (selects; each value is the one the branches would assign): a mutable
         local per branch would add to the cost of Taichi's data-flow passes at every call
         site."""
-        Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
         zero = ti.cast(0.0, real)
-        x = vhat - u[2]
-        active = x > 0.0
-        slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
-        stick = slip <= g * Rt
-        inv_slip, inv_Rt, inv_Rn = 1.0 / slip, 1.0 / Rt, 1.0 / Rn  # three divisions per row
-        k = g * inv_slip  # sliding only (slip > g Rt >= 0)
+        x, active, stick, k, inv_slip, inv_Rt, inv_Rn = regime(u, g, reg)
         exact = (modified == 0) and not stick  # the exact slip curvature: G_t = k (I - t t^T)
         tx, ty = u[0] * inv_slip, u[1] * inv_slip
         gamma = rvec3(ti.select(stick, -u[0] * inv_Rt, -k * u[0]), ti.select(stick, -u[1] * inv_Rt, -k * u[1]),
@@ -186,16 +193,10 @@ def newton_funcs(real):
         over every row several times per iteration, and a branch on the row's regime (active
         or not, sticking or sliding) mispredicts where the regimes mix, as at impacts (README,
         "The line search without branches")."""
-        Rt, Rn, vhat = ti.cast(reg[R_RT], real), ti.cast(reg[R_RN], real), ti.cast(reg[R_VHAT], real)
         zero = ti.cast(0.0, real)
-        x = vhat - u[2]
-        active = x > 0.0
-        slip = ti.sqrt(u[0] * u[0] + u[1] * u[1])
+        x, active, stick, k, inv_slip, inv_Rt, inv_Rn = regime(u, g, reg)
         ud = u[0] * d[0] + u[1] * d[1]
         dd = d[0] * d[0] + d[1] * d[1]
-        stick = slip <= g * Rt
-        inv_slip, inv_Rt, inv_Rn = 1.0 / slip, 1.0 / Rt, 1.0 / Rn  # three divisions per row
-        k = g * inv_slip  # sliding only (slip > g Rt >= 0)
         ut = ud * inv_slip
         d1 = ti.select(active, -x * inv_Rn * d[2], zero) + ti.select(stick, ud * inv_Rt, k * ud)
         d2 = ti.select(active, d[2] * d[2] * inv_Rn, zero) + ti.select(stick, dd * inv_Rt, k * (dd - ut * ut))
