@@ -161,7 +161,7 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     tick = os.sysconf("SC_CLK_TCK")
     return {"case": case_name, "worlds": worlds, "kernel": kernel, "threads": threads, "steps": steps, "launches": launches,
-            "restore": restore, "arrays_restored": len(kept), "restore_s_per_launch": restore_s, "same_outputs": same,
+            "restore": restore, "into_step": into_step, "arrays_restored": len(kept), "restore_s_per_launch": restore_s, "same_outputs": same,
             "device": describe("cpu"), "s_per_launch": (w1 - w0) / launches - restore_s, "cpu_over_wall": cpu / (w1 - w0),
             "core_idle_fraction": [(b - a) / tick / (w1 - w0) for a, b in zip(idle0, idle1)]}
 
