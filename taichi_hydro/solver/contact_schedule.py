@@ -90,8 +90,8 @@ def gather_impulses(during_sweeps: bool):
                         if sign < 0.0:
                             r = c_ra[c]
                         dl += r.cross(impulse)
-                body_vc[w, b] += body_inv_mass[wm, b] * dv
-                body_wc[w, b] += body_inv_inertia_W[w, b] @ dl
+                body_vc[w, b] = body_vc[w, b] + body_inv_mass[wm, b] * dv
+                body_wc[w, b] = body_wc[w, b] + body_inv_inertia_W[w, b] @ dl
 
     return gather
 
@@ -244,7 +244,7 @@ def sweep_bodies(accelerated: bool):
                 bt = sweep_beta(world_iterations[w], residual, tolerance, iterations, world_momentum[w], world_restart[w], accelerated)
                 world_beta[w] = bt[0]
                 world_momentum[w] = bt[1]
-                world_iterations[w] += 1
+                world_iterations[w] = world_iterations[w] + 1
                 world_residual[w] = residual
                 if residual <= tolerance:
                     world_converged[w] = 1

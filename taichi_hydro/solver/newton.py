@@ -67,7 +67,14 @@ island's. The block schedule solves a world whole.
 Bilateral rows (solver.bilateral: joints) add their cost to l (a quadratic, one-sided or
 clamped, see there) and are solved with the contacts, warm-started from their impulses of the
 previous solve. Immobile bodies keep their velocity (identity rows). Arithmetic is in `real`
-(float64 on cpu and cuda); the state keeps the run-time precision (backend.init)."""
+(float64 on cpu and cuda); the state keeps the run-time precision (backend.init).
+
+Every sum into the world's scratch (the gradient, the Hessian, the island counts) is written
+`x[i] = x[i] + y`, never `x[i] += y`: Taichi compiles `+=` (and `-=`, `*=`) on an ndarray
+element into an atomic, on cpu a compare-and-swap loop for a float, whatever the schedule. A
+world's entries have one writer on both schedules (its thread; on the block schedule the lane
+that owns the block row or the body), so the atomics bought nothing and cost a fifth of the
+falling pile's solve (README, "Sums without atomics")."""
 
 import functools
 import types
@@ -232,7 +239,7 @@ def newton_funcs(real):
         loop: one copy of the body in the IR per call site."""
         for r, c in ti.ndrange(6, 6):
             if ti.static(not diagonal) or c <= r:
-                H[w, 6 * i + r, 6 * j + c] += s * x[r] * y[c]
+                H[w, 6 * i + r, 6 * j + c] = H[w, 6 * i + r, 6 * j + c] + s * x[r] * y[c]
 
     @ti.func
     def body_twist(w: ti.i32, p: ti.i32, v: ti.template()):
@@ -286,19 +293,19 @@ def newton_funcs(real):
         add_outer.)"""
         for r, c in ti.ndrange(3, 3):
             if ti.static(not diagonal) or c <= r:
-                H[w, 6 * i + r, 6 * j + c] += sign * A[r, c]
-                H[w, 6 * i + 3 + r, 6 * j + 3 + c] -= sign * SAS[r, c]
+                H[w, 6 * i + r, 6 * j + c] = H[w, 6 * i + r, 6 * j + c] + sign * A[r, c]
+                H[w, 6 * i + 3 + r, 6 * j + 3 + c] = H[w, 6 * i + 3 + r, 6 * j + 3 + c] - sign * SAS[r, c]
             if ti.static(not diagonal):
-                H[w, 6 * i + r, 6 * j + 3 + c] -= sign * ASj[r, c]
-            H[w, 6 * i + 3 + r, 6 * j + c] -= sign * ASi[c, r]
+                H[w, 6 * i + r, 6 * j + 3 + c] = H[w, 6 * i + r, 6 * j + 3 + c] - sign * ASj[r, c]
+            H[w, 6 * i + 3 + r, 6 * j + c] = H[w, 6 * i + 3 + r, 6 * j + c] - sign * ASi[c, r]
 
     @ti.func
     def add_gradient_side(w: ti.i32, p: ti.i32, f: rvec3, t: rvec3, sign: real, grad: ti.template()):
         """grad[6p..] += sign (f, t): one body's part of -J^T gamma of a run of rows (sign +1
         for body a, which takes -f, and -1 for body b; x + (-1) y is x - y exactly)."""
         for k in range(3):
-            grad[w, 6 * p + k] += sign * f[k]
-            grad[w, 6 * p + 3 + k] += sign * t[k]
+            grad[w, 6 * p + k] = grad[w, 6 * p + k] + sign * f[k]
+            grad[w, 6 * p + 3 + k] = grad[w, 6 * p + 3 + k] + sign * t[k]
 
     @ti.func
     def add_gradient(w: ti.i32, wm: ti.i32, a: ti.i32, b: ti.i32, pa: ti.i32, pb: ti.i32, f: rvec3, ta: rvec3, tb: rvec3,
@@ -366,7 +373,7 @@ def newton_funcs(real):
         x = ti.cast(0.0, real)
         for k in ti.static(range(6)):
             x += H[w, 6 * I + r, 6 * K + k] * H[w, 6 * J + c, 6 * K + k]
-        H[w, 6 * I + r, 6 * J + c] -= x
+        H[w, 6 * I + r, 6 * J + c] = H[w, 6 * I + r, 6 * J + c] - x
 
     @ti.func
     def scale_block_row(w: ti.i32, I: ti.i32, H: ti.template(), scale: ti.template(), rows: ti.template(),
@@ -375,7 +382,7 @@ def newton_funcs(real):
         for n in range(row_len[w, I] + 1):
             K = I if n == row_len[w, I] else rows[w, I, n]
             for r, c in ti.ndrange(6, 6):
-                H[w, 6 * I + r, 6 * K + c] *= scale[w, 6 * I + r] * scale[w, 6 * K + c]
+                H[w, 6 * I + r, 6 * K + c] = H[w, 6 * I + r, 6 * K + c] * (scale[w, 6 * I + r] * scale[w, 6 * K + c])
 
     @ti.func
     def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
@@ -470,7 +477,7 @@ def newton_funcs(real):
                 x += H[w, 6 * K + k, 6 * I + r] * dv[w, 6 * K + k]
             else:
                 x += H[w, 6 * I + r, 6 * K + k] * dv[w, 6 * K + k]
-        dv[w, 6 * I + r] -= x
+        dv[w, 6 * I + r] = dv[w, 6 * I + r] - x
 
     @ti.func
     def forward_diagonal(w: ti.i32, I: ti.i32, H: ti.template(), dv: ti.template()):
@@ -558,7 +565,7 @@ def newton_funcs(real):
                 y = minus_block_times(load_segment(dv, w, I), load_block(H, w, K, I), x, True)
                 store_segment(dv, w, I, y)
         for i in range(6 * P0, 6 * P1):
-            dv[w, i] *= scale[w, i]
+            dv[w, i] = dv[w, i] * scale[w, i]
 
     @ti.func
     def load_block(H: ti.template(), w: ti.i32, I: ti.i32, K: ti.i32) -> rmat6:
@@ -727,7 +734,7 @@ def newton_funcs(real):
     def bilateral_gradient(w: ti.i32, p: ti.i32, jac: rvec6, gamma: real, grad: ti.template()):
         """One mobile body's part of a bilateral row's gradient: grad -= jac gamma."""
         for k in ti.static(range(6)):
-            grad[w, 6 * p + k] -= jac[k] * gamma
+            grad[w, 6 * p + k] = grad[w, 6 * p + k] - jac[k] * gamma
 
     @ti.func
     def bilateral_pair(w: ti.i32, pa: ti.i32, pb: ti.i32, ja: rvec6, jb: rvec6, G: real, H: ti.template()):
@@ -782,7 +789,7 @@ def newton_funcs(real):
     def step_body(w: ti.i32, p: ti.i32, alpha: real, v: ti.template(), dv: ti.template()):
         """v += alpha dv for the body at offset p."""
         for k in ti.static(range(6)):
-            v[w, p + k] += alpha * dv[w, p + k]
+            v[w, p + k] = v[w, p + k] + alpha * dv[w, p + k]
 
     @ti.func
     def body_residual(w: ti.i32, wm: ti.i32, b: ti.i32, p: ti.i32, grad: ti.template(), body_inv_mass: ti.template(),
@@ -1027,21 +1034,23 @@ def world_funcs(real):
             newton_island_start[w, k, 1] = 0
         for b in range(B):  # each body reads its own root's number, then overwrites its entry
             newton_island[w, b] = newton_island_start[w, newton_island[w, b], 2]
-            newton_island_start[w, newton_island[w, b] + 1, 0] += 1
+            slot = newton_island[w, b] + 1
+            newton_island_start[w, slot, 0] = newton_island_start[w, slot, 0] + 1
         for c in range(start, end):
             ids = c_ids[c]
-            newton_island_start[w, f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) + 1, 1] += 1
+            slot = f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island) + 1
+            newton_island_start[w, slot, 1] = newton_island_start[w, slot, 1] + 1
         newton_island_start[w, 0, 1] = start
         for k in range(n):
-            newton_island_start[w, k + 1, 0] += newton_island_start[w, k, 0]
-            newton_island_start[w, k + 1, 1] += newton_island_start[w, k, 1]
+            newton_island_start[w, k + 1, 0] = newton_island_start[w, k + 1, 0] + newton_island_start[w, k, 0]
+            newton_island_start[w, k + 1, 1] = newton_island_start[w, k + 1, 1] + newton_island_start[w, k, 1]
         for k in range(n):  # cursors: the bodies
             newton_island_start[w, k, 2] = newton_island_start[w, k, 0]
         for P in range(B):  # newton_pos takes each body's slot in the grouped order
             b = newton_body[w, P]
             k = newton_island[w, b]
             newton_pos[w, b] = newton_island_start[w, k, 2]
-            newton_island_start[w, k, 2] += 1
+            newton_island_start[w, k, 2] = newton_island_start[w, k, 2] + 1
         for b in range(B):
             newton_body[w, newton_pos[w, b]] = b
             if ti.static(not regroup):
@@ -1052,7 +1061,7 @@ def world_funcs(real):
             ids = c_ids[c]
             k = f.row_island(w, wm, ids[ID_A], ids[ID_B], body_inv_mass, newton_island)
             newton_row[newton_island_start[w, k, 2]] = c
-            newton_island_start[w, k, 2] += 1
+            newton_island_start[w, k, 2] = newton_island_start[w, k, 2] + 1
         return n
 
     @ti.func

@@ -135,8 +135,8 @@ def newton_block_solver(real, spirv: bool):
         for c in range(start, end):
             if run_start(c, start, c_ids) == 1:
                 ids = c_ids[c]
-                newton_run_end[w, ids[ID_A]] += 1
-                newton_run_end[w, ids[ID_B]] += 1
+                newton_run_end[w, ids[ID_A]] = newton_run_end[w, ids[ID_A]] + 1
+                newton_run_end[w, ids[ID_B]] = newton_run_end[w, ids[ID_B]] + 1
         first = 2 * start
         for b in range(B):  # each body's first slot, then its end once filled
             n = newton_run_end[w, b]
@@ -148,7 +148,7 @@ def newton_block_solver(real, spirv: bool):
                 for side in ti.static(range(2)):
                     body = ids[ID_A] if ti.static(side == 0) else ids[ID_B]
                     c_body_runs[newton_run_end[w, body]] = c
-                    newton_run_end[w, body] += 1
+                    newton_run_end[w, body] = newton_run_end[w, body] + 1
 
     @ti.func
     def runs_begin(w: ti.i32, b: ti.i32, start: ti.i32, newton_run_end: ti.template()) -> ti.i32:
@@ -439,7 +439,7 @@ def newton_block_solver(real, spirv: bool):
                         barrier(newton_fence, w)
                     k = lane
                     while k < 6 * B:
-                        newton_dv[w, k] *= newton_scale[w, k]
+                        newton_dv[w, k] = newton_dv[w, k] * newton_scale[w, k]
                         k += BLOCK
                     barrier(newton_fence, w)
                     if ti.static(f.step_test):  # float32: the full step's test (solver.newton)

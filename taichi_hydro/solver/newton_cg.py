@@ -108,10 +108,10 @@ def cg_funcs(real):
         SAS = f.skew_times(r, AS)
         p = 6 * b
         for i, j in ti.ndrange(3, 3):
-            P[w, p + i, j] += A[i, j]
-            P[w, p + i, 3 + j] -= AS[i, j]
-            P[w, p + 3 + i, j] -= AS[j, i]
-            P[w, p + 3 + i, 3 + j] -= SAS[i, j]
+            P[w, p + i, j] = P[w, p + i, j] + A[i, j]
+            P[w, p + i, 3 + j] = P[w, p + i, 3 + j] - AS[i, j]
+            P[w, p + 3 + i, j] = P[w, p + 3 + i, j] - AS[j, i]
+            P[w, p + 3 + i, 3 + j] = P[w, p + 3 + i, 3 + j] - SAS[i, j]
 
     @ti.func
     def contact_row(w: ti.i32, wm: ti.i32, c: ti.i32, a: ti.i32, b: ti.i32, u: rvec3, g: real, reg: contact_reg,
@@ -135,9 +135,9 @@ def cg_funcs(real):
     def bilateral_own(w: ti.i32, p: ti.i32, jac: rvec6, gamma: real, G: real, grad: ti.template(), P: ti.template()):
         """One mobile body's part of a bilateral row: grad -= jac gamma, P_p += G jac jac^T."""
         for k in ti.static(range(6)):
-            grad[w, 6 * p + k] -= jac[k] * gamma
+            grad[w, 6 * p + k] = grad[w, 6 * p + k] - jac[k] * gamma
         for r, c in ti.ndrange(6, 6):
-            P[w, 6 * p + r, c] += G * jac[r] * jac[c]
+            P[w, 6 * p + r, c] = P[w, 6 * p + r, c] + G * jac[r] * jac[c]
 
     @ti.func
     def factor_block(w: ti.i32, b: ti.i32, P: ti.template(), scale: ti.template()):
@@ -147,7 +147,7 @@ def cg_funcs(real):
         for i in range(6):
             scale[w, p + i] = 1.0 / ti.sqrt(P[w, p + i, i])
         for i, j in ti.ndrange(6, 6):
-            P[w, p + i, j] *= scale[w, p + i] * scale[w, p + j]
+            P[w, p + i, j] = P[w, p + i, j] * (scale[w, p + i] * scale[w, p + j])
         for j in range(6):
             d = P[w, p + j, j]
             for k in range(j):
@@ -176,7 +176,7 @@ def cg_funcs(real):
                 t -= P[w, p + k, i] * y[w, p + k]
             y[w, p + i] = t / P[w, p + i, i]
         for i in range(6):
-            y[w, p + i] *= scale[w, p + i]
+            y[w, p + i] = y[w, p + i] * scale[w, p + i]
 
     @ti.func
     def mass_product(w: ti.i32, wm: ti.i32, b: ti.i32, x: ti.template(), body_inv_mass: ti.template(),
@@ -229,10 +229,10 @@ def cg_funcs(real):
             jx = G * f.row_u(w, 6 * pa if mobile_a else -1, 6 * pb, ja, jb, x)
             if mobile_a:
                 for k in ti.static(range(6)):
-                    y[w, 6 * pa + k] += ja[k] * jx
+                    y[w, 6 * pa + k] = y[w, 6 * pa + k] + ja[k] * jx
             if mobile_b:
                 for k in ti.static(range(6)):
-                    y[w, 6 * pb + k] += jb[k] * jx
+                    y[w, 6 * pb + k] = y[w, 6 * pb + k] + jb[k] * jx
 
     @ti.func
     def mass_norms(w: ti.i32, wm: ti.i32, b0: ti.i32, b1: ti.i32, r: ti.template(), x: ti.template(),
@@ -454,8 +454,8 @@ def newton_cg_solver(real):
                                 for q in range(b0, b1):
                                     p = 6 * newton_body[w, q]
                                     for i in ti.static(range(6)):
-                                        newton_dv[w, p + i] += step * newton_p[w, p + i]
-                                        newton_r[w, p + i] -= step * newton_q[w, p + i]
+                                        newton_dv[w, p + i] = newton_dv[w, p + i] + step * newton_p[w, p + i]
+                                        newton_r[w, p + i] = newton_r[w, p + i] - step * newton_q[w, p + i]
                                 n_cg += 1
                                 for q in range(b0, b1):
                                     g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
