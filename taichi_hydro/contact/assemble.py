@@ -250,7 +250,11 @@ def assemble_contacts(deterministic: bool):
                 scale = write_row(c, w, a, b, pair, poly_i[k], poly_c[k], poly_n[k], stiffness, phi0, force0, pair_f,
                                   body_p, body_q, body_com_B, body_inv_mass, body_inv_inertia_W, dt, beta,
                                   c_ids, c_key, c_frame, c_ra, c_rb, c_model)
-                ti.atomic_min(pair_scale[w, pair], scale)
+                # The scale is mostly 1, pair_scale's reset value: no atomic (a compare-and-swap loop for
+                # a float on cpu) unless the row lowers the minimum, which only falls, so a stale read
+                # can only cost an atomic, never skip a lower scale.
+                if scale < pair_scale[w, pair]:
+                    ti.atomic_min(pair_scale[w, pair], scale)
                 if ti.static(not deterministic):
                     ti.atomic_add(pair_weight[w, pair], ti.max(force0, 0.0))
 

@@ -203,6 +203,22 @@ def copy_table(old_key: nd(dtype=ivec4, ndim=1), old_val: nd(dtype=vec3, ndim=1)
             table_occ[s] = old_occ[s]
 
 
+@ti.func
+def same_pair(a: ivec4, b: ivec4) -> ti.i32:
+    """Rows a and b (their c_ids) are of one pair of one world."""
+    return a[ID_WORLD] == b[ID_WORLD] and a[ID_PAIR] == b[ID_PAIR]
+
+
+@ti.func
+def run_starts(c: ti.i32, c_ids: ti.template()) -> ti.i32:
+    """Row c starts a run: the first row, or one whose pair differs from the row before's (the
+    rows of a pair come one after another, mostly; a pair split in two runs adds twice)."""
+    starts = 1
+    if c > 0:
+        starts = 0 if same_pair(c_ids[c - 1], c_ids[c]) else 1
+    return starts
+
+
 @functools.lru_cache(maxsize=None)
 def store_impulses(accumulate: bool):
     """The kernel that stores a step's impulses for the next one's warm start; with
@@ -225,7 +241,8 @@ def store_impulses(accumulate: bool):
         """Inserts every contact's impulse (world frame) under its key, in its world's region
         for this step's rows (world_start, which becomes table_start); with accumulate,
         pair_impulse[w, p] = the total impulse of the pair's contacts on its higher body, world
-        frame [N s] (the next step's warm start of new polygons; atomic sums)."""
+        frame [N s] (the next step's warm start of new polygons: summed a run of one pair's rows
+        at a time, then added atomically, one atomic per run instead of one per row)."""
         W = world_start.shape[0] - 1
         ti.loop_config(serialize=backend.SERIAL_LOOPS)
         for w in range(W + 1):
@@ -240,9 +257,18 @@ def store_impulses(accumulate: bool):
             impulse = c_frame[c].transpose() @ c_gamma[c]
             first, size = region_of(key[K_WORLD], world_start)
             insert(key, impulse, first, size, table_key, table_val, table_occ)
-            if ti.static(accumulate):
-                ids = c_ids[c]
-                pair_impulse[ids[ID_WORLD], ids[ID_PAIR]] += impulse
+        if ti.static(accumulate):
+            n = world_start[W]
+            ti.loop_config(serialize=backend.SERIAL_LOOPS)
+            for c in range(n):
+                if run_starts(c, c_ids):
+                    ids = c_ids[c]
+                    total = c_frame[c].transpose() @ c_gamma[c]
+                    e = c + 1
+                    while e < n and same_pair(c_ids[e], ids):
+                        total += c_frame[e].transpose() @ c_gamma[e]
+                        e += 1
+                    ti.atomic_add(pair_impulse[ids[ID_WORLD], ids[ID_PAIR]], total)
 
     return store
 
