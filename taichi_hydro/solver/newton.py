@@ -73,8 +73,8 @@ Every sum into the world's scratch (the gradient, the Hessian, the island counts
 `x[i] = x[i] + y`, never `x[i] += y`: Taichi compiles `+=` (and `-=`, `*=`) on an ndarray
 element into an atomic, on cpu a compare-and-swap loop for a float, whatever the schedule. A
 world's entries have one writer on both schedules (its thread; on the block schedule the lane
-that owns the block row or the body), so the atomics bought nothing and cost a fifth of the
-falling pile's solve (README, "Sums without atomics")."""
+that owns the block row or the body), so the atomics bought nothing and cost time (README,
+"Sums without atomics")."""
 
 import functools
 import types
