@@ -118,13 +118,13 @@ def measure(case_name: str, worlds: int, kernel: str, threads: int, steps: int, 
     if save_state:
         save_batch_state(save_state, case_name, sim.get_state())
     plan, args = sim.step_plan, sim.bindings()
-    found = [(k, names) for k, names in plan.launches if k.__name__ == kernel]
+    found = [i for i, (k, _) in enumerate(plan.launches) if k.__name__ == kernel]
     if not found:
         raise SystemExit(f"no launch of {kernel!r} in the step; kernels: {sorted({k.__name__ for k, _ in plan.launches})}")
-    launch, names = found[0]
+    launch, names = plan.launches[found[0]]
     values = [args[n] for n in names]
     if into_step:  # the next step up to the kernel: its inputs as that step gives them
-        for k, launch_names in plan.launches[:[k for k, _ in plan.launches].index(launch)]:
+        for k, launch_names in plan.launches[:found[0]]:
             k(*[args[n] for n in launch_names])
     # the narrow phase appends from the collision's counts: each launch starts from the step's
     kept = [sim.collision.counts]

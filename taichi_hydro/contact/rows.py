@@ -1,14 +1,29 @@
 """ContactRows: the solver's rows, one per kept polygon, grouped by world, and the per-pair
 and per-body reductions their assembly makes."""
 
-from __future__ import annotations
-
 import taichi as ti
 
 from ..scan import block_count, block_sum_size
-from ..types import contact_reg, ivec4, mat3, vec3, vec4
+from ..types import ID_PAIR, ID_WORLD, contact_reg, ivec4, mat3, vec3, vec4
 
-__all__ = ["ContactRows"]
+__all__ = ["ContactRows", "run_start", "same_pair"]
+
+
+@ti.func
+def same_pair(a: ivec4, b: ivec4) -> ti.i32:
+    """Two rows' c_ids name one pair of one world."""
+    return a[ID_WORLD] == b[ID_WORLD] and a[ID_PAIR] == b[ID_PAIR]
+
+
+@ti.func
+def run_start(c: ti.i32, start: ti.i32, c_ids: ti.template()) -> ti.i32:
+    """1 if row c begins a run of rows of one pair, rows from `start` on (a world's first row,
+    or 0 for all worlds'): the rows of a pair come one after another, mostly, so a pair split
+    in two makes two runs."""
+    first = 1
+    if c > start and same_pair(c_ids[c - 1], c_ids[c]):
+        first = 0
+    return first
 
 
 class ContactRows:

@@ -25,6 +25,7 @@ from .. import hashing, hostcopy
 from ..backend import spend_launches
 from ..plan import ndarray_dtype
 from ..types import ID_PAIR, ID_WORLD, K_WORLD, M_FORCE0, ivec4, mat3, nd, vec3, vec4
+from .rows import run_start, same_pair
 
 __all__ = ["WarmStartTable", "lookup", "look_up_impulses", "clear_table", "store_impulses", "forget_worlds"]
 
@@ -203,22 +204,6 @@ def copy_table(old_key: nd(dtype=ivec4, ndim=1), old_val: nd(dtype=vec3, ndim=1)
             table_occ[s] = old_occ[s]
 
 
-@ti.func
-def same_pair(a: ivec4, b: ivec4) -> ti.i32:
-    """Rows a and b (their c_ids) are of one pair of one world."""
-    return a[ID_WORLD] == b[ID_WORLD] and a[ID_PAIR] == b[ID_PAIR]
-
-
-@ti.func
-def run_starts(c: ti.i32, c_ids: ti.template()) -> ti.i32:
-    """Row c starts a run: the first row, or one whose pair differs from the row before's (the
-    rows of a pair come one after another, mostly; a pair split in two runs adds twice)."""
-    starts = 1
-    if c > 0:
-        starts = 0 if same_pair(c_ids[c - 1], c_ids[c]) else 1
-    return starts
-
-
 @functools.lru_cache(maxsize=None)
 def store_impulses(accumulate: bool):
     """The kernel that stores a step's impulses for the next one's warm start; with
@@ -261,7 +246,7 @@ def store_impulses(accumulate: bool):
             n = world_start[W]
             ti.loop_config(serialize=backend.SERIAL_LOOPS)
             for c in range(n):
-                if run_starts(c, c_ids):
+                if run_start(c, 0, c_ids):
                     ids = c_ids[c]
                     total = c_frame[c].transpose() @ c_gamma[c]
                     e = c + 1

@@ -54,6 +54,7 @@ import functools
 
 import taichi as ti
 
+from ..contact.rows import run_start
 from ..types import ID_A, ID_B, ID_PAIR, R_MU, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
 from .newton import ALPHA_MAX, LINE_SEARCH_EVALUATIONS, newton_funcs
 
@@ -112,16 +113,6 @@ def newton_block_solver(real, spirv: bool):
         m = red[0]
         barrier(fence, w)
         return m
-
-    @ti.func
-    def run_start(c: ti.i32, start: ti.i32, c_ids: ti.template()) -> ti.i32:
-        """1 if contact row c begins a run of rows of one pair (the world kernel's runs)."""
-        first = 0
-        if c == start:
-            first = 1
-        elif c_ids[c][ID_PAIR] != c_ids[c - 1][ID_PAIR]:
-            first = 1
-        return first
 
     @ti.func
     def list_runs(w: ti.i32, start: ti.i32, end: ti.i32, B: ti.i32, c_ids: ti.template(), newton_run_end: ti.template(),
