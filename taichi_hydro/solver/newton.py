@@ -289,15 +289,17 @@ def newton_funcs(real):
         -[ri] A [rj]]]: the block J_i^T G J_j of the bodies at block positions i and j of a
         row (their Jacobians are -+F [I, -[r]]), with A = F^T G F (world frame, symmetric),
         ASj = A [rj], ASi = A [ri], SAS = [ri] A [rj]. A diagonal block (i = j) gets its lower
-        triangle only: the factorisation reads no other part of it. (A run-time loop, as
-        add_outer.)"""
-        for r, c in ti.ndrange(3, 3):
-            if ti.static(not diagonal) or c <= r:
-                H[w, 6 * i + r, 6 * j + c] = H[w, 6 * i + r, 6 * j + c] + sign * A[r, c]
-                H[w, 6 * i + 3 + r, 6 * j + 3 + c] = H[w, 6 * i + 3 + r, 6 * j + 3 + c] - sign * SAS[r, c]
-            if ti.static(not diagonal):
-                H[w, 6 * i + r, 6 * j + 3 + c] = H[w, 6 * i + r, 6 * j + 3 + c] - sign * ASj[r, c]
-            H[w, 6 * i + 3 + r, 6 * j + c] = H[w, 6 * i + 3 + r, 6 * j + c] - sign * ASi[c, r]
+        triangle only: the factorisation reads no other part of it. The block is loaded whole,
+        then stored (load_block's note: a load between two stores costs several)."""
+        X = load_block(H, w, i, j)
+        for r in ti.static(range(3)):
+            for c in ti.static(range(3)):
+                if ti.static(not diagonal or c <= r):
+                    H[w, 6 * i + r, 6 * j + c] = X[r, c] + sign * A[r, c]
+                    H[w, 6 * i + 3 + r, 6 * j + 3 + c] = X[3 + r, 3 + c] - sign * SAS[r, c]
+                if ti.static(not diagonal):
+                    H[w, 6 * i + r, 6 * j + 3 + c] = X[r, 3 + c] - sign * ASj[r, c]
+                H[w, 6 * i + 3 + r, 6 * j + c] = X[3 + r, c] - sign * ASi[c, r]
 
     @ti.func
     def add_gradient_side(w: ti.i32, p: ti.i32, f: rvec3, t: rvec3, sign: real, grad: ti.template()):
@@ -381,8 +383,10 @@ def newton_funcs(real):
         """Jacobi scaling D H D of the pattern blocks of block row I (scale = D, diagonal)."""
         for n in range(row_len[w, I] + 1):
             K = I if n == row_len[w, I] else rows[w, I, n]
-            for r, c in ti.ndrange(6, 6):
-                H[w, 6 * I + r, 6 * K + c] = H[w, 6 * I + r, 6 * K + c] * (scale[w, 6 * I + r] * scale[w, 6 * K + c])
+            S, si, sk = load_block(H, w, I, K), load_segment(scale, w, I), load_segment(scale, w, K)
+            for r in ti.static(range(6)):  # loads first, then the stores (load_block's note)
+                for c in ti.static(range(6)):
+                    H[w, 6 * I + r, 6 * K + c] = S[r, c] * (si[r] * sk[c])
 
     @ti.func
     def factor_diagonal(w: ti.i32, J: ti.i32, H: ti.template()):
@@ -612,8 +616,9 @@ def newton_funcs(real):
         """Zero the pattern blocks of block row I of H."""
         for n in range(row_len[w, I] + 1):
             K = I if n == row_len[w, I] else rows[w, I, n]
-            for r, s in ti.ndrange(6, 6):
-                H[w, 6 * I + r, 6 * K + s] = 0.0
+            for r in ti.static(range(6)):  # unrolled, as scale_block_row
+                for s in ti.static(range(6)):
+                    H[w, 6 * I + r, 6 * K + s] = 0.0
 
     @ti.func
     def inertia(w: ti.i32, b: ti.i32, body_inv_inertia_W: ti.template()) -> rmat3:
