@@ -2,10 +2,11 @@
 block kernel, solver.newton_cg's world kernel with the CG step: --kernel cg), how many times each ti.func is inlined into it, the size of what Taichi caches for
 it, and optionally the run time per Newton iteration on dumped pile steps.
 
-    python -m bench.compile_newton --arch cpu --precision f32 [--real f32] [--kernel world|block|cg] [--timing]
+    python -m bench.compile_newton --arch cpu --precision f32 [--real f32] [--kernel world|block|cg] [--timing] [--cfg on|off]
 
 One kernel per process, one JSON line on stdout: kernel, arch, precision (the state's floats),
 real (the solve's arithmetic; by default what SolverData picks: f64 on cpu, f32 on vulkan),
+cfg_optimization (Taichi's control-flow-graph pass: backend.CFG_OPTIMIZATION, or --cfg),
 compile_s (the first launch minus a warm launch of the same problem; compile_cpu_s: the same
 in CPU time of the process, all threads: less sensitive to other processes on a loaded
 machine, but on vulkan it misses the driver's threads, if any), cache_bytes (Taichi's
@@ -106,7 +107,8 @@ def main() -> None:
     parser.add_argument("--timing", action="store_true", help="also time iterations on six dumped pile steps")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--print-ir", action="store_true", help="Taichi's print_ir: the CHI IR after each pass, on stdout")
-    parser.add_argument("--no-cfg", action="store_true", help="experiment: Taichi's cfg_optimization off")
+    parser.add_argument("--cfg", choices=("on", "off"), default=None,
+                        help="Taichi's cfg_optimization forced on or off (default: backend.CFG_OPTIMIZATION's for the arch)")
     parser.add_argument("--passes", action="store_true", help="print Taichi's scoped profiler (time per compiler pass)")
     args = parser.parse_args()
 
@@ -128,8 +130,8 @@ def main() -> None:
         solver_data.current_arch = lambda: "vulkan" if args.real == "f32" else "cpu"
     counts = count_inlines()
     spent = time_phases()
-    if args.no_cfg:
-        ti.lang.impl.current_cfg().cfg_optimization = False
+    if args.cfg is not None:  # read when a kernel compiles (and part of its offline-cache key)
+        ti.lang.impl.current_cfg().cfg_optimization = args.cfg == "on"
     import newton_problems
 
     recs = sorted(newton_problems.problems("pile"), key=lambda r: -r["n"])[:6]
@@ -146,7 +148,7 @@ def main() -> None:
         print(flush=True)  # the profiler's last line ends without a newline
     out = dict(kernel=args.kernel, arch=args.arch, precision=args.precision,
                real=args.real or ("f32" if args.arch == "vulkan" else "f64"), compile_s=round(first - warm, 2),
-               compile_cpu_s=round(first_cpu - warm_cpu, 2),
+               compile_cpu_s=round(first_cpu - warm_cpu, 2), cfg_optimization=bool(ti.lang.impl.current_cfg().cfg_optimization),
                frontend_s=round(spent["frontend_s"], 2),
                inlined_total=sum(counts.values()),
                inlined=dict(counts.most_common()))

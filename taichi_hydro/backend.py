@@ -50,6 +50,16 @@ range(WORLD_SPREAD), POOL_SLOTS per thread, and the first index of each thread's
 worlds from a queue (solver.world_schedule.world_slots)."""
 
 
+CFG_OPTIMIZATION = {"cpu": False, "vulkan": False, "cuda": True}
+"""Taichi's control-flow-graph optimisation (its cfg_optimization: store-to-load forwarding and
+dead-store elimination over a kernel's control-flow graph), by arch. Its reaching-definition
+analysis, rerun at every simplification round, grows with the kernel's loads times the stores
+that reach them, and made most of the cold compile of Newton's solve kernels; LLVM (cpu) and
+the Vulkan driver's compiler forward and eliminate the same locals after it, and the kernels
+stepped no slower without it (README, "Compile time"). On cuda it stays Taichi's default until
+it is measured there (bench/gpu_session.sh)."""
+
+
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
          profiler: bool = False, cpu_threads: int | None = None, optimize: bool = True, pin_threads: bool = True) -> str:
     """Start Taichi on `arch` ("cpu", "vulkan" or "cuda"). Raises BackendError if that backend
@@ -101,6 +111,7 @@ def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cach
         kernel_profiler=profiler,
         log_level=ti.WARN if quiet else ti.INFO,
         advanced_optimization=optimize,
+        cfg_optimization=CFG_OPTIMIZATION[arch],
     )
     if cpu_threads is not None:
         kwargs["cpu_max_num_threads"] = cpu_threads
