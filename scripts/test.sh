@@ -15,7 +15,7 @@ th_torch_local
 
 cpu_pass() {  # also cuda
   th_log "pytest --arch $1"
-  .venv/bin/python -m pytest -q --arch "$1" "${@:2}"
+  .venv/bin/python -m pytest -q --durations=15 --arch "$1" "${@:2}"
 }
 
 # Taichi 1.7.4 on Mesa's lavapipe crashes after 2**16 descriptor sets per process: tests that
@@ -30,7 +30,7 @@ vulkan_pass() {
   # once): lavapipe's per-launch cost keeps one process on one core, and once the cpu pass is
   # done the second core would idle. The files that step jointed scenes go to one worker
   # together (tests/conftest.py: COMPILE_GROUPS), which compiles their step once.
-  TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q -n 2 --dist loadfile --arch vulkan "$@" || status=1
+  TH_RERUN_FILE=$pending .venv/bin/python -m pytest -q --durations=15 -n 2 --dist loadfile --arch vulkan "$@" || status=1
   while [ -s "$pending" ]; do
     th_log "rerunning $(wc -l < "$pending") test(s) in fresh processes, two at a time"
     next=$(mktemp)

@@ -50,16 +50,14 @@ range(WORLD_SPREAD), POOL_SLOTS per thread, and the first index of each thread's
 worlds from a queue (solver.world_schedule.world_slots)."""
 
 
-CFG_OPTIMIZATION = {"cpu": False, "vulkan": True, "cuda": True}
+CFG_OPTIMIZATION = {"cpu": False, "vulkan": False, "cuda": True}
 """Taichi's control-flow-graph optimisation (its cfg_optimization: store-to-load forwarding and
 dead-store elimination over a kernel's control-flow graph), by arch. Its reaching-definition
 analysis, rerun at every simplification round, grows with the kernel's loads times the stores
 that reach them, and made most of the cold compile of Newton's solve kernels on cpu, where LLVM
-forwards and eliminates the same locals after it and the kernels stepped no slower without it:
-off there. On vulkan, without it the gripper's pad forces on its box missed its weight by more
-than tests/test_urdf.py allows (with it they meet it closely), a difference not yet explained,
-so it stays on; on cuda it stays Taichi's default until it is measured there (bench/gpu_session.sh). README,
-"The cold compile"."""
+forwards and eliminates the same locals after it and the kernels stepped no slower without it,
+and a quarter of it on vulkan (lavapipe's own compile is the rest): off there. On cuda it stays
+Taichi's default until it is measured there (bench/gpu_session.sh). README, "The cold compile"."""
 
 
 def init(arch: str = "cpu", *, precision: str = "f32", debug: bool = False, cache_dir: str | None = None, quiet: bool = True,
