@@ -12,6 +12,9 @@ th_torch_local
 # One pass per backend. With both, the cpu and vulkan passes run side by side (each process is
 # mostly one busy thread: the cpu pass compiles and runs small kernels, the vulkan pass pays
 # lavapipe's per-launch cost), the vulkan pass's output kept in a log that is printed when it ends.
+# Each pass ends with its wall-clock and CPU time (bash's `time`, its child processes included:
+# user + sys near twice real means the pass had both cores to itself).
+TIMEFORMAT="[taichi-hydro] pass time: real %0Rs, user %0Us, sys %0Ss"
 
 cpu_pass() {  # also cuda
   th_log "pytest --arch $1"
@@ -70,14 +73,14 @@ case " $arches " in
     elif [ "$(echo $arches | wc -w)" -gt 1 ]; then
       vulkan_log=$(mktemp)
       th_log "vulkan pass started alongside the others; its output follows when it ends"
-      vulkan_pass "$@" > "$vulkan_log" 2>&1 &
+      { time vulkan_pass "$@"; } > "$vulkan_log" 2>&1 &
       vulkan_pid=$!
     else
-      vulkan_pass "$@" || status=1
+      time vulkan_pass "$@" || status=1
     fi ;;
 esac
 for arch in $arches; do
-  [ "$arch" = vulkan ] || cpu_pass "$arch" "$@" || status=1
+  if [ "$arch" != vulkan ]; then time cpu_pass "$arch" "$@" || status=1; fi
 done
 if [ -n "$vulkan_pid" ]; then
   wait "$vulkan_pid" || status=1
