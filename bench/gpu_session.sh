@@ -40,7 +40,7 @@ step settled_profile 60 $PY -m bench.profile_kernels --arch "$ARCH" --case pile_
     --method newton
 if [ -d shared/reference/solver_prototype ]; then
     step block_timing 110 $PY -m bench.compile_newton --arch "$ARCH" --kernel block --timing --repeats 4
-    # the same with Taichi's cfg_optimization off, as on cpu (backend.CFG_OPTIMIZATION)
+    # the same with Taichi's cfg_optimization off, as on cpu and vulkan (backend.CFG_OPTIMIZATION)
     step block_timing_cfg_off 110 $PY -m bench.compile_newton --arch "$ARCH" --kernel block --timing --repeats 4 --cfg off
 fi
 step newton_scaling 90 $PY -m bench.run dynamics --arch "$ARCH" --cases pile_27_settled --worlds 128,4096 --method newton \
