@@ -58,11 +58,11 @@ def problems(name):
     return [r for r in prototype().load_problems(PROTOTYPE / f"{name}_problems.npz") if r["n"] > 0]
 
 
-def kernel_for(data, schedule):
+def kernel_for(data, schedule, presweeps=0):
     """The solve kernel that a Simulator would launch for `data` (solver.add_solve)."""
     if schedule == "block":
         return newton_block_solver(data.real, current_arch() != "cuda")
-    return newton_cg_solver(data.real) if data.cg else newton_solver(data.real)
+    return newton_cg_solver(data.real, presweeps > 0) if data.cg else newton_solver(data.real, presweeps > 0)
 
 
 def offer_last(data, last):
@@ -130,7 +130,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     data.body_wc.from_numpy(np.asarray(rec["wc"], np.float32)[None])
     data.body_inv_inertia_W.from_numpy(np.asarray(rec["inv_I"], np.float32)[None])
     offer_last(data, last)
-    kernel = kernel_for(data, schedule)
+    kernel = kernel_for(data, schedule, options.presweeps)
     own = data.arrays()
     call = [args[k] if k in args else own[k] for k in kernel_parameters(kernel)]
     kernel(*call)
@@ -195,7 +195,7 @@ def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world", linear="
     data.body_vc.from_numpy(np.stack([np.asarray(r["vc"], np.float32) for r in recs]))
     data.body_wc.from_numpy(np.stack([np.asarray(r["wc"], np.float32) for r in recs]))
     data.body_inv_inertia_W.from_numpy(np.stack([np.asarray(r["inv_I"], np.float32) for r in recs]))
-    kernel = kernel_for(data, schedule)
+    kernel = kernel_for(data, schedule, options.presweeps)
     own = data.arrays()
     kernel(*[args[k] if k in args else own[k] for k in kernel_parameters(kernel)])
     pos, v = data.newton_pos.to_numpy(), data.newton_v.to_numpy()

@@ -30,7 +30,8 @@ def add_solve(plan: Plan, options: SolverOptions, data: SolverData) -> None:
         if o.schedule == "block":
             plan.add(newton_block_solver(data.real, current_arch() != "cuda"))
         else:
-            plan.add(newton_cg_solver(data.real) if data.cg else newton_solver(data.real), omega="relaxation")
+            sweeps = o.presweeps > 0  # the kernel holds the sweeps' code only when they may run
+            plan.add(newton_cg_solver(data.real, sweeps) if data.cg else newton_solver(data.real, sweeps), omega="relaxation")
         return
     if o.schedule == "world":
         plan.add(world_solver(o.gauss_seidel, o.accelerated, o.sleep, o.coulomb), iterations="iterations", tolerance="tolerance",

@@ -49,7 +49,11 @@ than the tolerance.
 With [solver] presweeps > 0 the world kernels first run that many projected Gauss-Seidel
 sweeps at most from the warm start (world_funcs.gauss_seidel_sweeps, relaxation omega; the
 same fixed point), and Newton starts from their impulses and velocities: they settle the
-lagged bounds on which Newton's residual can stall for several iterations on a pile.
+lagged bounds on which Newton's residual can stall for several iterations on a pile. The
+sweeps' code is compiled into a world kernel only when presweeps > 0 (newton_solver's and
+newton_cg_solver's `sweeps`): a kernel's cold compile, lavapipe's above all, grows with its
+size. For the same reason each world kernel holds one copy of the warm start and of the
+cost pass (start_island after must_restart, choose_start's two rounds).
 The first iterate is the warm start v0 = v* + M^-1 J^T gamma0 (the previous solve's impulses on
 this step's rows) or, on the world schedule, the previous solve's solution (newton_last: the
 mobile bodies' velocities at the end of the last step, Drake SAP's start), whichever has the
@@ -1188,34 +1192,38 @@ def world_funcs(real):
         joint on a pad kept a larger tangential contact force from that start)."""
         last = 0
         if newton_kept[w] >= 1 and joints == 0:
-            cost0 = contact_cost_total(w, wm, b0, b1, s0, s1, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                       newton_row, newton_v, newton_vs, newton_dv, c_bound, c_u)
-            for q in range(b0, b1):
-                b = newton_body[w, q]
-                p = 6 * newton_pos[w, b]
-                for i in ti.static(range(6)):
-                    newton_grad[w, p + i] = newton_v[w, p + i]
-                if body_inv_mass[wm, b] > 0.0:
-                    for i in ti.static(range(6)):
-                        newton_v[w, p + i] = newton_last[w, 6 * b + i]
-            for s in range(s0, s1):
-                c = newton_row[s]
-                c_jdv[c] = c_u[c]
-                ids = c_ids[c]
-                c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]], ti.cast(c_frame[c], real),
-                                     ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
-            cost1 = contact_cost_total(w, wm, b0, b1, s0, s1, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                       newton_row, newton_v, newton_vs, newton_dv, c_bound, c_u)
-            last = 1
-            if cost1 >= cost0:
-                last = 0
-                for q in range(b0, b1):
-                    p = 6 * newton_pos[w, newton_body[w, q]]
-                    for i in ti.static(range(6)):
-                        newton_v[w, p + i] = newton_grad[w, p + i]
-                for s in range(s0, s1):
-                    c = newton_row[s]
-                    c_u[c] = c_jdv[c]
+            # Two rounds of one cost pass each (the warm start's, then the last solution's), so
+            # that the kernel holds one copy of the pass.
+            cost0 = ti.cast(0.0, real)
+            for which in range(2):
+                cost = contact_cost_total(w, wm, b0, b1, s0, s1, c_reg, body_inv_mass, body_inv_inertia_W, newton_pos,
+                                          newton_body, newton_row, newton_v, newton_vs, newton_dv, c_bound, c_u)
+                if which == 0:
+                    cost0 = cost
+                    for q in range(b0, b1):
+                        b = newton_body[w, q]
+                        p = 6 * newton_pos[w, b]
+                        for i in ti.static(range(6)):
+                            newton_grad[w, p + i] = newton_v[w, p + i]
+                        if body_inv_mass[wm, b] > 0.0:
+                            for i in ti.static(range(6)):
+                                newton_v[w, p + i] = newton_last[w, 6 * b + i]
+                    for s in range(s0, s1):
+                        c = newton_row[s]
+                        c_jdv[c] = c_u[c]
+                        ids = c_ids[c]
+                        c_u[c] = f.contact_u(w, 6 * newton_pos[w, ids[ID_A]], 6 * newton_pos[w, ids[ID_B]],
+                                             ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), newton_v)
+                elif cost >= cost0:
+                    for q in range(b0, b1):
+                        p = 6 * newton_pos[w, newton_body[w, q]]
+                        for i in ti.static(range(6)):
+                            newton_v[w, p + i] = newton_grad[w, p + i]
+                    for s in range(s0, s1):
+                        c = newton_row[s]
+                        c_u[c] = c_jdv[c]
+                else:
+                    last = 1
         return last
 
     @ti.func
@@ -1229,23 +1237,13 @@ def world_funcs(real):
                 newton_last[w, 6 * b + k] = newton_v[w, p + k]
 
     @ti.func
-    def start_again(from_last: ti.i32, residual: real, tolerance: real, it: ti.i32, iterations: ti.i32, w: ti.i32, wm: ti.i32,
-                    k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32, c_ids: ti.template(),
-                    c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(), c_gamma: ti.template(),
-                    b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(), b_gamma: ti.template(),
-                    body_vc: ti.template(), body_wc: ti.template(), body_inv_mass: ti.template(),
-                    body_inv_inertia_W: ti.template(), newton_pos: ti.template(), newton_body: ti.template(),
-                    newton_row: ti.template(), newton_island: ti.template(), newton_v: ti.template(), newton_vs: ti.template(),
-                    c_bound: ti.template(), c_u: ti.template()) -> ti.i32:
+    def must_restart(from_last: ti.i32, residual: real, tolerance: real, it: ti.i32, iterations: ti.i32) -> ti.i32:
         """1 when an island's solve started from the last solution (from_last) has not
         converged after LAST_START_ITERATIONS iterations (or the cap, if lower): the lagged
-        bounds can cycle there, as on a rigid box coming to a stop. The warm start is then
-        written again (warm_start), and the caller solves from it afresh."""
+        bounds can cycle there, as on a rigid box coming to a stop. The caller then starts the
+        island again from the warm start (start_island with first = 0) and solves afresh."""
         again = 0
         if from_last == 1 and residual > tolerance and it >= ti.min(iterations, LAST_START_ITERATIONS):
-            warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
-                       body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
-                       newton_v, newton_vs, c_bound, c_u)
             again = 1
         return again
 
@@ -1305,21 +1303,22 @@ def world_funcs(real):
         return n
 
     @ti.func
-    def start_island(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32, jend: ti.i32,
-                     joints: ti.i32, presweeps: ti.i32, tolerance: float, omega: float, c_ids: ti.template(),
-                     c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(), c_reg: ti.template(),
-                     c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
+    def start_island(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
+                     jend: ti.i32,joints: ti.i32, first: ti.i32, sweeps: ti.template(), presweeps: ti.i32, tolerance: float,
+                     omega: float, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(), c_rb: ti.template(),
+                     c_reg: ti.template(), c_gamma: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
                      b_gamma: ti.template(), body_vc: ti.template(), body_wc: ti.template(), body_reach: ti.template(),
                      body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
-                     newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
-                     newton_v: ti.template(), newton_vs: ti.template(), newton_last: ti.template(), newton_kept: ti.template(),
-                     newton_grad: ti.template(), newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(),
-                     c_jdv: ti.template()):
-        """Island k's first iterate, as both world kernels start it: the warm start, the choice
-        between it and the last solution (choose_start; joints: the island's bilateral rows),
-        the first bounds, then up to `presweeps` Gauss-Seidel sweeps. Returns (from_last, the
-        contact rows evaluated). A row's first bound is mu gamma0_n from its warm impulse; in
-        the first solve after a reset or set_state (newton_kept = 2, seed_solutions), a row
+                     newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(), newton_v: ti.template(),
+                     newton_vs: ti.template(), newton_last: ti.template(), newton_kept: ti.template(), newton_grad: ti.template(),
+                     newton_dv: ti.template(), c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template()):
+        """Island k's first iterate, as both world kernels start it: the warm start, then, in the
+        island's first start (first = 1; a start again after must_restart keeps the warm start),
+        the choice between it and the last solution (choose_start; joints: the island's
+        bilateral rows), the first bounds and, in kernels made with sweeps (a compile-time
+        flag: the sweeps' code is large), up to `presweeps` Gauss-Seidel sweeps. Returns
+        (from_last, the contact rows evaluated). A row's first bound is mu gamma0_n from its warm
+        impulse; in the first solve after a reset or set_state (newton_kept = 2, seed_solutions), a row
         without one (every row after a reset) takes mu gamma_n(u) at the start: a bound of 0
         makes that step frictionless, and a packed pile then spreads sideways and takes tens of
         damped iterations to come back (the first step from the settled pile's saved state: 33
@@ -1329,19 +1328,23 @@ def world_funcs(real):
         warm_start(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma,
                    body_vc, body_wc, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
                    newton_v, newton_vs, c_bound, c_u)
-        evaluations = 2 * (s1 - s0) * ti.min(newton_kept[w], 1) * (1 if joints == 0 else 0)
-        from_last = choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
-                                 body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs, newton_last,
-                                 newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-        if newton_kept[w] == 2:  # the first solve after the host wrote the state
-            for s in range(s0, s1):
-                c = newton_row[s]
-                if c_gamma[c][2] <= 0.0:  # no warm normal impulse: the bound at the start
-                    f.set_bound(c, c_u, c_reg, c_bound)
-        evaluations += (s1 - s0) * gauss_seidel_sweeps(w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame, c_ra,
-                                                       c_rb, c_reg, c_gamma, body_vc, body_wc, body_reach, body_inv_mass,
-                                                       body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, c_bound,
-                                                       c_u)
+        evaluations = 0
+        from_last = 0
+        if first == 1:
+            evaluations = 2 * (s1 - s0) * ti.min(newton_kept[w], 1) * (1 if joints == 0 else 0)
+            from_last = choose_start(w, wm, b0, b1, s0, s1, joints, c_ids, c_frame, c_ra, c_rb, c_reg, body_inv_mass,
+                                     body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_v, newton_vs, newton_last,
+                                     newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+            if newton_kept[w] == 2:  # the first solve after the host wrote the state
+                for s in range(s0, s1):
+                    c = newton_row[s]
+                    if c_gamma[c][2] <= 0.0:  # no warm normal impulse: the bound at the start
+                        f.set_bound(c, c_u, c_reg, c_bound)
+            if ti.static(sweeps):
+                evaluations += (s1 - s0) * gauss_seidel_sweeps(w, wm, b0, b1, s0, s1, presweeps, tolerance, omega, c_ids, c_frame,
+                                                               c_ra, c_rb, c_reg, c_gamma, body_vc, body_wc, body_reach,
+                                                               body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
+                                                               newton_row, newton_v, c_bound, c_u)
         return from_last, evaluations
 
     @ti.func
@@ -1563,9 +1566,10 @@ def world_funcs(real):
 
 
 @functools.lru_cache(maxsize=None)
-def newton_solver(real):
+def newton_solver(real, sweeps: bool = False):
     """The Newton solve kernel of the world schedule with the block Cholesky factor ([solver]
-    linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32), made once per type."""
+    linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32) and, with sweeps, the
+    Gauss-Seidel presweeps' code ([solver] presweeps > 0), made once per combination."""
     f = newton_funcs(real)
     wf = world_funcs(real)
     rvec3 = f.rvec3
@@ -1666,51 +1670,49 @@ def newton_solver(real):
                             continue  # no rows: the free velocities (already in place) are the solution
                         it = 0
                         residual = ti.cast(0.0, real)
-                        short = 0
-                        from_last, started = wf.start_island(
-                            w, wm, k, b0, b1, s0, s1, jstart, jend, joints, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb,
-                            c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach, body_inv_mass,
-                            body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, newton_last,
-                            newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                        evaluations += started
-                        near = 0
-                        stepped = 0
-                        alpha = ti.cast(0.0, real)
-                        while True:
-                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, stepped, alpha, False, c_ids,
-                                                       c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
-                                                       body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
-                                                       newton_rows, newton_row_len, newton_v, newton_vs, newton_grad, newton_H,
-                                                       c_bound, c_u, c_jdv)
-                            stepped = 0
-                            residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
-                                                   newton_body, newton_grad)
-                            if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, k, b0, b1, s0, s1, jstart, jend,
-                                              c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
-                                              body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
-                                              newton_v, newton_vs, c_bound, c_u) == 1:
-                                from_last, near, it, short = 0, 0, 0, 0
-                                continue
-                            if residual <= tolerance or it >= iterations or short == 1:
+                        first = 1
+                        while True:  # a start, then the iterations; once more from the warm start after must_restart
+                            from_last, started = wf.start_island(
+                                w, wm, k, b0, b1, s0, s1, jstart, jend, joints, first, sweeps, presweeps, tolerance, omega, c_ids,
+                                c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach,
+                                body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                newton_vs, newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            evaluations += started
+                            first, it, near, short, stepped, again = 0, 0, 0, 0, 0, 0
+                            alpha = ti.cast(0.0, real)
+                            while True:
+                                evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, stepped, alpha, False,
+                                                           c_ids,c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
+                                                           body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                           newton_island, newton_rows, newton_row_len, newton_v, newton_vs,
+                                                           newton_grad, newton_H, c_bound, c_u, c_jdv)
+                                stepped = 0
+                                residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
+                                                       newton_body, newton_grad)
+                                again = wf.must_restart(from_last, residual, tolerance, it, iterations)
+                                if again == 1 or residual <= tolerance or it >= iterations or short == 1:
+                                    break
+                                if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                                    near = 1  # close already: the exact curvature from the first step
+                                modified = f.isotropic_start(it, near, b1 - b0 > 1)
+                                evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, 0, alpha, True,
+                                                           c_ids,c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
+                                                           body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                           newton_island, newton_rows, newton_row_len, newton_v, newton_vs,
+                                                           newton_grad, newton_H, c_bound, c_u, c_jdv)
+                                f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj,
+                                                   newton_rows, newton_row_len)
+                                short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
+                                searched, alpha = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra,
+                                                                     c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
+                                                                     body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                                     newton_island, newton_v, newton_vs, newton_grad, newton_dv,
+                                                                     c_bound, c_u, c_jdv, False)
+                                evaluations += searched
+                                stepped = 1  # the rows follow in the next gradient pass
+                                it += 1
+                            if again == 0:
                                 break
-                            if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
-                                near = 1  # close already: the exact curvature from the first step
-                            modified = f.isotropic_start(it, near, b1 - b0 > 1)
-                            evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, 0, alpha, True, c_ids,
-                                                       c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
-                                                       body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
-                                                       newton_rows, newton_row_len, newton_v, newton_vs, newton_grad, newton_H,
-                                                       c_bound, c_u, c_jdv)
-                            f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj, newton_rows,
-                                               newton_row_len)
-                            short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
-                            searched, alpha = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
-                                                                 c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
-                                                                 newton_pos, newton_body, newton_row, newton_island, newton_v,
-                                                                 newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv, False)
-                            evaluations += searched
-                            stepped = 1  # the rows follow in the next gradient pass
-                            it += 1
                         wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
                                           b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,
                                           newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)

@@ -279,9 +279,10 @@ def cg_funcs(real):
 
 
 @functools.lru_cache(maxsize=None)
-def newton_cg_solver(real):
+def newton_cg_solver(real, sweeps: bool = False):
     """The Newton solve kernel of the world schedule with the matrix-free PCG step ([solver]
-    linear = "cg"), with arithmetic in `real` (ti.f64 or ti.f32), made once per type."""
+    linear = "cg"), with arithmetic in `real` (ti.f64 or ti.f32) and, with sweeps, the
+    Gauss-Seidel presweeps' code ([solver] presweeps > 0), made once per combination."""
     f = newton_funcs(real)
     wf = world_funcs(real)
     g = cg_funcs(real)
@@ -375,113 +376,111 @@ def newton_cg_solver(real):
                             continue  # no rows: the free velocities (already in place) are the solution
                         it = 0
                         residual = ti.cast(0.0, real)
-                        short = 0
                         # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
                         floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W,
                                                                               body_reach, newton_body)
-                        from_last, started = wf.start_island(
-                            w, wm, k, b0, b1, s0, s1, jstart, jend, joints, presweeps, tolerance, omega, c_ids, c_frame, c_ra, c_rb,
-                            c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach, body_inv_mass,
-                            body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, newton_last,
-                            newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
-                        evaluations += started
-                        near = 0
-                        while True:
-                            modified = f.isotropic_start(it, near, b1 - b0 > 1)
-                            # Gradient, row curvatures and the preconditioner's blocks.
-                            for q in range(b0, b1):
-                                g.mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
-                                             newton_grad, newton_block)
-                            for s in range(s0, s1):
-                                c = newton_row[s]
-                                ids = c_ids[c]
-                                g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
-                                              ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
-                                              body_inv_mass, newton_grad, newton_block, c_G)
-                            for j in range(jstart, jend):
-                                jids = b_ids[j]
-                                if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
-                                    pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                                                    body_inv_mass, newton_pos,
-                                                                                                    newton_v)
-                                    if mobile_a:
-                                        g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
-                                    if mobile_b:
-                                        g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
-                            evaluations += s1 - s0 + joints
-                            residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
-                                                   newton_body, newton_grad)
-                            if wf.start_again(from_last, residual, tolerance, it, iterations, w, wm, k, b0, b1, s0, s1, jstart, jend,
-                                              c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc,
-                                              body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island,
-                                              newton_v, newton_vs, c_bound, c_u) == 1:
-                                from_last, near, it, short = 0, 0, 0, 0
-                                continue
-                            if residual <= tolerance or it >= iterations or short == 1:
-                                break
-                            if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
-                                near = 1  # close already: the exact curvature from the first step (solver.newton)
-                                continue
-                            for q in range(b0, b1):
-                                g.factor_block(w, newton_body[w, q], newton_block, newton_scale)
-                            # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
-                            for q in range(b0, b1):
-                                p = 6 * newton_body[w, q]
-                                for i in ti.static(range(6)):
-                                    newton_dv[w, p + i] = 0.0
-                                    newton_r[w, p + i] = -newton_grad[w, p + i]
-                                g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
-                            rz = ti.cast(0.0, real)
-                            for q in range(b0, b1):
-                                p = 6 * newton_body[w, q]
-                                for i in ti.static(range(6)):
-                                    newton_p[w, p + i] = newton_q[w, p + i]
-                                    rz += newton_r[w, p + i] * newton_q[w, p + i]
-                            n_cg = 0
-                            while n_cg < 6 * (b1 - b0) and rz > 0.0:
-                                g.hessian_product(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_G, b_ids, b_Ja,
-                                                  b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row,
-                                                  newton_island, newton_v, newton_p, newton_q)
+                        first = 1
+                        while True:  # a start, then the iterations; once more from the warm start after must_restart
+                            from_last, started = wf.start_island(
+                                w, wm, k, b0, b1, s0, s1, jstart, jend, joints, first, sweeps, presweeps, tolerance, omega, c_ids,
+                                c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach,
+                                body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                newton_vs, newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            evaluations += started
+                            first, it, near, short, again = 0, 0, 0, 0, 0
+                            while True:
+                                modified = f.isotropic_start(it, near, b1 - b0 > 1)
+                                # Gradient, row curvatures and the preconditioner's blocks.
+                                for q in range(b0, b1):
+                                    g.mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
+                                                 newton_grad, newton_block)
+                                for s in range(s0, s1):
+                                    c = newton_row[s]
+                                    ids = c_ids[c]
+                                    g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
+                                                  ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
+                                                  body_inv_mass, newton_grad, newton_block, c_G)
+                                for j in range(jstart, jend):
+                                    jids = b_ids[j]
+                                    if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
+                                        pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(
+                                            w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos, newton_v)
+                                        if mobile_a:
+                                            g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
+                                        if mobile_b:
+                                            g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
                                 evaluations += s1 - s0 + joints
-                                pq = ti.cast(0.0, real)
-                                for q in range(b0, b1):
-                                    p = 6 * newton_body[w, q]
-                                    for i in ti.static(range(6)):
-                                        pq += newton_p[w, p + i] * newton_q[w, p + i]
-                                if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                                residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
+                                                       newton_body, newton_grad)
+                                again = wf.must_restart(from_last, residual, tolerance, it, iterations)
+                                if again == 1 or residual <= tolerance or it >= iterations or short == 1:
                                     break
-                                step = rz / pq
+                                if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                                    near = 1  # close already: the exact curvature from the first step (solver.newton)
+                                    continue
+                                for q in range(b0, b1):
+                                    g.factor_block(w, newton_body[w, q], newton_block, newton_scale)
+                                # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
                                 for q in range(b0, b1):
                                     p = 6 * newton_body[w, q]
                                     for i in ti.static(range(6)):
-                                        newton_dv[w, p + i] = newton_dv[w, p + i] + step * newton_p[w, p + i]
-                                        newton_r[w, p + i] = newton_r[w, p + i] - step * newton_q[w, p + i]
-                                n_cg += 1
-                                for q in range(b0, b1):
+                                        newton_dv[w, p + i] = 0.0
+                                        newton_r[w, p + i] = -newton_grad[w, p + i]
                                     g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
-                                rz_next = ti.cast(0.0, real)
+                                rz = ti.cast(0.0, real)
                                 for q in range(b0, b1):
                                     p = 6 * newton_body[w, q]
                                     for i in ti.static(range(6)):
-                                        rz_next += newton_r[w, p + i] * newton_q[w, p + i]
-                                rr, xx = g.mass_norms(w, wm, b0, b1, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W,
-                                                      newton_body)
-                                if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
-                                    break
-                                beta = rz_next / rz
-                                rz = rz_next
-                                for q in range(b0, b1):
-                                    p = 6 * newton_body[w, q]
-                                    for i in ti.static(range(6)):
-                                        newton_p[w, p + i] = newton_q[w, p + i] + beta * newton_p[w, p + i]
-                            linear += n_cg
-                            short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
-                            searched, _ = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb,
-                                                             c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, body_inv_inertia_W,
-                                                             newton_pos, newton_body, newton_row, newton_island, newton_v,
-                                                             newton_vs, newton_grad, newton_dv, c_bound, c_u, c_jdv, True)
-                            evaluations += searched
-                            it += 1
+                                        newton_p[w, p + i] = newton_q[w, p + i]
+                                        rz += newton_r[w, p + i] * newton_q[w, p + i]
+                                n_cg = 0
+                                while n_cg < 6 * (b1 - b0) and rz > 0.0:
+                                    g.hessian_product(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_G,
+                                                      b_ids, b_Ja,b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos,
+                                                      newton_body, newton_row, newton_island, newton_v, newton_p, newton_q)
+                                    evaluations += s1 - s0 + joints
+                                    pq = ti.cast(0.0, real)
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            pq += newton_p[w, p + i] * newton_q[w, p + i]
+                                    if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                                        break
+                                    step = rz / pq
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            newton_dv[w, p + i] = newton_dv[w, p + i] + step * newton_p[w, p + i]
+                                            newton_r[w, p + i] = newton_r[w, p + i] - step * newton_q[w, p + i]
+                                    n_cg += 1
+                                    for q in range(b0, b1):
+                                        g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
+                                    rz_next = ti.cast(0.0, real)
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            rz_next += newton_r[w, p + i] * newton_q[w, p + i]
+                                    rr, xx = g.mass_norms(w, wm, b0, b1, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W,
+                                                          newton_body)
+                                    if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
+                                        break
+                                    beta = rz_next / rz
+                                    rz = rz_next
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            newton_p[w, p + i] = newton_q[w, p + i] + beta * newton_p[w, p + i]
+                                linear += n_cg
+                                short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
+                                searched, _ = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra,
+                                                                 c_rb,c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
+                                                                 body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                                 newton_island, newton_v, newton_vs, newton_grad, newton_dv,
+                                                                 c_bound, c_u, c_jdv, True)
+                                evaluations += searched
+                                it += 1
+                            if again == 0:
+                                break
                         wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
                                           b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,
                                           newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
