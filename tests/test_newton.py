@@ -78,7 +78,12 @@ def test_presweeps_reach_the_same_fixed_point_in_fewer_newton_iterations(arch):
     16 -> 7 and 11 -> 6 before the inertia was symmetrised, newton_funcs.inertia, and the
     islands solved apart: much of Newton's stall was the asymmetry's). The sweeps are counted in the
     contact evaluations, not in the iterations. The CG kernel (linear "cg") with 8 sweeps
-    reaches the same bound."""
+    reaches the same bound. On the cpu pass only: a count above 0 selects the world kernels
+    made with the sweeps (solver.newton.newton_solver's `sweeps`), two more kernels that
+    lavapipe would compile for about ten minutes; the sweeps' arithmetic (solver.cone) runs on
+    vulkan in the Gauss-Seidel tests, and the kernels without the sweeps in the other tests."""
+    if arch == "vulkan":
+        pytest.skip("presweeps select two more world kernels (minutes of lavapipe compile): checked on the cpu pass")
     P = prototype()
     records = spread(problems("pile"), 6)
     counts = {}
