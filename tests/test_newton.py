@@ -234,7 +234,8 @@ def closed_form(v_star, mu=MU):
 def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
     """One contact at the default tolerance (iterations count factorisations; the stopping
     test on the residual needs none); with 4 presweeps before Newton, the same law to the
-    tolerance (the sweeps left the warm stick one Newton iteration more: 3). Newton's step is exact on the quadratic pieces, so
+    tolerance (the sweeps left the warm stick one Newton iteration more: 3; not on vulkan,
+    where the sweeps' kernel would cost minutes of lavapipe compile). Newton's step is exact on the quadratic pieces, so
     without friction one iteration solves the law. The first bound is the warm start's, mu
     gamma0_n: from a cold start it is 0 (the problem is no simulator's first solve after a
     reset: world_funcs.start_island) and the bound is right from the second iteration on
@@ -261,9 +262,10 @@ def test_one_contact_solved_to_the_closed_form(arch, case, v_star, warm, most):
     assert stick == case.startswith("stick")
     problem = one_contact(v_star, [0.0, 0.0, gamma_n if warm else 0.0], mu)
     x, gamma, iterations, _ = solve(problem)
-    x_swept = solve(problem, presweeps=4)[0]
-    np.testing.assert_allclose(x_swept[1, :3], expected, rtol=0, atol=TOLERANCE + (0.0 if float64(arch) else
-                               4 * EPS32 * (np.abs(v_star).max() + mu * abs(expected[2]) / (M_BODY * R_N))))
+    if arch != "vulkan":  # presweeps select the world kernel made with the sweeps: see test_presweeps_...
+        x_swept = solve(problem, presweeps=4)[0]
+        np.testing.assert_allclose(x_swept[1, :3], expected, rtol=0, atol=TOLERANCE + (0.0 if float64(arch) else
+                                   4 * EPS32 * (np.abs(v_star).max() + mu * abs(expected[2]) / (M_BODY * R_N))))
     print(f"{case}: {iterations} iterations, |v - v_exact| {np.abs(x[1, :3] - expected).max():.1e} m/s")
     if not float64(arch):
         assert iterations < 100
