@@ -1,5 +1,5 @@
 """Cold compile time of Newton's solve kernels (solver.newton's world kernel, solver.newton_block's
-block kernel; --kernel cg runs the world kernel with its CG step, solver.newton_cg), how many times each ti.func is inlined into it, the size of what Taichi caches for
+block kernel, solver.newton_cg's world kernel with the CG step: --kernel cg), how many times each ti.func is inlined into it, the size of what Taichi caches for
 it, and optionally the run time per Newton iteration on dumped pile steps.
 
     python -m bench.compile_newton --arch cpu --precision f32 [--real f32] [--kernel world|block|cg] [--timing] [--cfg on|off]

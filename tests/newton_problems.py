@@ -12,6 +12,7 @@ from taichi_hydro.backend import current_arch
 from taichi_hydro.plan import kernel_parameters
 from taichi_hydro.solver import BilateralRows, SolverData, SolverOptions
 from taichi_hydro.solver.newton import newton_solver
+from taichi_hydro.solver.newton_cg import newton_cg_solver
 from taichi_hydro.solver.newton_block import newton_block_solver
 
 from conftest import REFERENCE
@@ -61,7 +62,7 @@ def kernel_for(data, schedule, presweeps=0):
     """The solve kernel that a Simulator would launch for `data` (solver.add_solve)."""
     if schedule == "block":
         return newton_block_solver(data.real, current_arch() != "cuda")
-    return newton_solver(data.real, presweeps > 0)
+    return newton_cg_solver(data.real, presweeps > 0) if data.cg else newton_solver(data.real, presweeps > 0)
 
 
 def offer_last(data, last):
@@ -81,7 +82,7 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
     the arrays). bilateral: keyword arguments of BilateralRows.set_points (world 0),
     whose solved impulses come back as rec["b_gamma"] (points, 3 directions). schedule: "world"
     (solver.newton's kernel) or "block" (solver.newton_block's: cuda and vulkan only); linear:
-    [solver] linear ("cg": the world kernel's solve by solver.newton_cg; its CG iterations come back as
+    [solver] linear ("cg": solver.newton_cg's kernel; its CG iterations come back as
     rec["linear_iterations"]); presweeps: [solver] presweeps. The solve's residual
     [m/s] (the stopping test's) comes back as rec["residual"]. last: velocities (B, 6) offered
     as the previous solve's solution (newton_last, the candidate start of the world kernels);
@@ -120,7 +121,6 @@ def solve(rec, iterations=100, tolerance=1e-6, timed=False, bilateral=None, sche
         tolerance=tolerance,
         omega=options.relaxation,
         presweeps=options.presweeps,
-        cg=int(data.cg),
     )
     rows = BilateralRows(1, B)
     if bilateral:
@@ -189,7 +189,7 @@ def solve_batch(recs, iterations=100, tolerance=1e-6, schedule="world", linear="
         body_reach=array(float, np.asarray(recs[0]["reach"], np.float32)),
         body_inv_mass=array(float, np.stack([np.asarray(r["inv_mass"], np.float32) for r in recs])),
         iterations=iterations, tolerance=tolerance, omega=options.relaxation,
-        presweeps=options.presweeps, cg=int(data.cg),
+        presweeps=options.presweeps,
     )
     args.update(BilateralRows(W, B).arrays())
     data.body_vc.from_numpy(np.stack([np.asarray(r["vc"], np.float32) for r in recs]))

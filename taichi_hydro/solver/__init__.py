@@ -14,6 +14,7 @@ from .bilateral import BilateralRows
 from .data import SolverData
 from ..backend import current_arch
 from .newton import newton_solver
+from .newton_cg import newton_cg_solver
 from .newton_block import newton_block_solver
 from .options import SolverOptions
 from .world_schedule import world_solver
@@ -30,7 +31,7 @@ def add_solve(plan: Plan, options: SolverOptions, data: SolverData) -> None:
             plan.add(newton_block_solver(data.real, current_arch() != "cuda"))
         else:
             sweeps = o.presweeps > 0  # the kernel holds the sweeps' code only when they may run
-            plan.add(newton_solver(data.real, sweeps), omega="relaxation", cg=int(data.cg))
+            plan.add(newton_cg_solver(data.real, sweeps) if data.cg else newton_solver(data.real, sweeps), omega="relaxation")
         return
     if o.schedule == "world":
         plan.add(world_solver(o.gauss_seidel, o.accelerated, o.sleep, o.coulomb), iterations="iterations", tolerance="tolerance",

@@ -97,17 +97,16 @@ class SolverData:
     Newton only (arithmetic in `real`: float64 where the backend has it): `linear`, the step's
     solver ("cholesky" or "cg": choose_linear); with cholesky, newton_H (W, 6B, 6B) the Hessian
     and its factor (stored densely, written and factored on the block pattern only); with cg
-    (solver.newton_cg), newton_block (W, 6B, 6) each body's 6x6 preconditioner block
+    (solver.newton_cg) instead, newton_block (W, 6B, 6) each body's 6x6 preconditioner block
     and its factor, newton_r, newton_p, newton_q (W, 6B) CG's vectors, per contact row c_G (its
-    curvature G, contact frame); on the world schedule, which takes both solves' arrays, the
-    other solve's are of one world and one body (one row), and world_linear_iterations (W,)
-    i32 holds the CG iterations of the last solve (0 with cholesky); newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
+    curvature G, contact frame), and world_linear_iterations (W,) i32, the CG iterations of
+    the last solve; newton_v, newton_vs, newton_grad, newton_dv, newton_scale (W, 6B): iterate, free
     velocities, gradient, step and Jacobi scaling; newton_last (W, 6B) the last solve's
     solution by body (at 6 b) and newton_kept (W,) i32, 1 once a solve has kept one (the next
     solve's candidate start, solver.newton.world_funcs.choose_start; world schedule); the body
     ordering and block pattern
     newton_padj, newton_rows (W, B, B) and newton_adj (W, B + 1, ceil(B / 32)), its bit masks
-    (of one world and one body with cg), and newton_pos (the identity with cg), newton_deg, newton_row_len (W, B)
+    (cholesky only), and newton_pos (the identity with cg), newton_deg, newton_row_len (W, B)
     (solver.newton.order_bodies); on the world schedule the islands
     (solver.newton.world_funcs.group_islands): newton_island (W, B) i32 each body's island,
     newton_body (W, B) i32 the bodies grouped by island, newton_island_start (W, B + 1, 3) i32
@@ -155,23 +154,18 @@ class SolverData:
             self.newton_last = ti.ndarray(self.real, (W, N))
             self.newton_kept = ti.ndarray(ti.i32, W)
             self.newton_kept.fill(0)
-            # The world kernel takes both linear solves' arrays (solver.newton.newton_solver's
-            # run-time cg): the solve it does not run gets one world of one body (never read).
-            # The block schedule factors only.
-            Wc, Bc = (W, B) if self.cg else (1, 1)
-            Wh, Bh = (1, 1) if self.cg else (W, B)
-            if not self.block:
-                self.newton_block = ti.ndarray(self.real, (Wc, 6 * Bc, 6))
-                for name in ("newton_r", "newton_p", "newton_q"):
-                    setattr(self, name, ti.ndarray(self.real, (Wc, 6 * Bc)))
-                self.world_linear_iterations = ti.ndarray(ti.i32, W)
-                self.world_linear_iterations.fill(0)
-            self.newton_H = ti.ndarray(self.real, (Wh, 6 * Bh, 6 * Bh))
-            self.newton_adj = ti.ndarray(ti.i32, (Wh, Bh + 1, (Bh + 31) // 32))
+        if self.cg:
+            self.newton_block = ti.ndarray(self.real, (W, N, 6))
+            self.world_linear_iterations = ti.ndarray(ti.i32, W)
+            for name in ("newton_r", "newton_p", "newton_q"):
+                setattr(self, name, ti.ndarray(self.real, (W, N)))
+        elif self.newton:
+            self.newton_H = ti.ndarray(self.real, (W, N, N))
+            self.newton_adj = ti.ndarray(ti.i32, (W, B + 1, (B + 31) // 32))
             for name in ("newton_padj", "newton_rows"):
-                setattr(self, name, ti.ndarray(ti.i32, (Wh, Bh, Bh)))
+                setattr(self, name, ti.ndarray(ti.i32, (W, B, B)))
             for name in ("newton_deg", "newton_row_len"):
-                setattr(self, name, ti.ndarray(ti.i32, (Wh, Bh)))
+                setattr(self, name, ti.ndarray(ti.i32, (W, B)))
         if self.block:
             self.newton_fence = ti.ndarray(ti.i32, W)
             self.newton_fence.fill(0)
@@ -187,8 +181,8 @@ class SolverData:
         self.c_jdv = ti.ndarray(ti.types.vector(3, self.real), rows)
         if not self.block:
             self.newton_row = ti.ndarray(ti.i32, rows)
-        if not self.block:
-            self.c_G = ti.ndarray(ti.types.matrix(3, 3, self.real), rows if self.cg else 1)
+        if self.cg:
+            self.c_G = ti.ndarray(ti.types.matrix(3, 3, self.real), rows)
         if self.block:
             for name in ("c_f", "c_ta", "c_tb"):
                 setattr(self, name, ti.ndarray(ti.types.vector(3, self.real), rows))

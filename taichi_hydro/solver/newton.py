@@ -50,11 +50,10 @@ With [solver] presweeps > 0 the world kernels first run that many projected Gaus
 sweeps at most from the warm start (world_funcs.gauss_seidel_sweeps, relaxation omega; the
 same fixed point), and Newton starts from their impulses and velocities: they settle the
 lagged bounds on which Newton's residual can stall for several iterations on a pile. The
-sweeps' code is compiled into the world kernel only when presweeps > 0 (newton_solver's
-`sweeps`): a kernel's cold compile, lavapipe's above all, grows with its size. For the same
-reason the world kernel holds one copy of the warm start and of the cost pass (start_island
-after must_restart, choose_start's two rounds), and both linear solves (its run-time
-argument cg) share the rest of its code.
+sweeps' code is compiled into a world kernel only when presweeps > 0 (newton_solver's and
+newton_cg_solver's `sweeps`): a kernel's cold compile, lavapipe's above all, grows with its
+size. For the same reason each world kernel holds one copy of the warm start and of the
+cost pass (start_island after must_restart, choose_start's two rounds).
 The first iterate is the warm start v0 = v* + M^-1 J^T gamma0 (the previous solve's impulses on
 this step's rows) or, on the world schedule, the previous solve's solution (newton_last: the
 mobile bodies' velocities at the end of the last step, Drake SAP's start), whichever has the
@@ -1005,7 +1004,7 @@ def world_funcs(real):
 
     @ti.func
     def group_islands(w: ti.i32, wm: ti.i32, start: ti.i32, end: ti.i32, jstart: ti.i32, jend: ti.i32, B: ti.i32,
-                      regroup: ti.i32, c_ids: ti.template(), b_ids: ti.template(), body_inv_mass: ti.template(),
+                      regroup: ti.template(), c_ids: ti.template(), b_ids: ti.template(), body_inv_mass: ti.template(),
                       newton_pos: ti.template(), newton_island: ti.template(), newton_body: ti.template(),
                       newton_island_start: ti.template(), newton_row: ti.template()) -> ti.i32:
         """The world's islands: the connected components of its bodies joined by a row
@@ -1063,7 +1062,7 @@ def world_funcs(real):
             newton_island_start[w, k, 2] = newton_island_start[w, k, 2] + 1
         for b in range(B):
             newton_body[w, newton_pos[w, b]] = b
-            if regroup == 0:
+            if ti.static(not regroup):
                 newton_pos[w, b] = b
         for k in range(n):  # cursors: the rows
             newton_island_start[w, k, 2] = newton_island_start[w, k, 1]
@@ -1355,7 +1354,7 @@ def world_funcs(real):
                         body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(), newton_pos: ti.template(),
                         newton_body: ti.template(), newton_row: ti.template(), newton_island: ti.template(),
                         newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(), newton_dv: ti.template(),
-                        c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template(), step_rows: ti.i32):
+                        c_bound: ti.template(), c_u: ti.template(), c_jdv: ti.template(), step_rows: ti.template()):
         """The exact line search on the island's phi(alpha) = l(v + alpha dv; g) along the
         step newton_dv, then v += alpha dv and, with step_rows, u += alpha J dv and the bounds
         g = mu gamma_n(u) (else the caller's next pass over the rows steps them: assemble).
@@ -1415,7 +1414,7 @@ def world_funcs(real):
                     break
         for q in range(b0, b1):
             f.step_body(w, 6 * newton_pos[w, newton_body[w, q]], alpha, newton_v, newton_dv)
-        if step_rows:
+        if ti.static(step_rows):
             for s in range(s0, s1):
                 f.step_contact(newton_row[s], alpha, c_u, c_jdv, c_reg, c_bound)
         return evaluations, alpha
@@ -1568,18 +1567,12 @@ def world_funcs(real):
 
 @functools.lru_cache(maxsize=None)
 def newton_solver(real, sweeps: bool = False):
-    """The Newton solve kernel of the world schedule, with arithmetic in `real` (ti.f64 or
-    ti.f32) and, with sweeps, the Gauss-Seidel presweeps' code ([solver] presweeps > 0), made
-    once per combination. Its argument `cg` chooses each iteration's linear solve at run time:
-    0, the block Cholesky factor ([solver] linear = "cholesky"); 1, matrix-free preconditioned
-    conjugate gradients (solver.newton_cg). Both solves share one kernel so that the rest of
-    the iteration (start, assembly, line search, store), most of its code, is compiled once:
-    on lavapipe a cold compile of a world kernel takes about ten minutes of one core."""
-    from .newton_cg import CG_ATOL, cg_funcs  # newton_cg builds on this module's funcs
-
+    """The Newton solve kernel of the world schedule with the block Cholesky factor ([solver]
+    linear = "cholesky"), with arithmetic in `real` (ti.f64 or ti.f32) and, with sweeps, the
+    Gauss-Seidel presweeps' code ([solver] presweeps > 0), made once per combination."""
     f = newton_funcs(real)
     wf = world_funcs(real)
-    g = cg_funcs(real)
+    rvec3 = f.rvec3
 
     @ti.kernel
     def solve_newton(
@@ -1604,7 +1597,6 @@ def newton_solver(real, sweeps: bool = False):
         body_inv_mass: nd(dtype=float, ndim=2),
         body_inv_inertia_W: nd(dtype=mat3, ndim=2),
         newton_H: nd(dtype=real, ndim=3),
-        newton_block: nd(dtype=real, ndim=3),
         newton_v: nd(dtype=real, ndim=2),
         newton_vs: nd(dtype=real, ndim=2),
         newton_last: nd(dtype=real, ndim=2),
@@ -1622,15 +1614,10 @@ def newton_solver(real, sweeps: bool = False):
         newton_body: nd(dtype=ti.i32, ndim=2),
         newton_island_start: nd(dtype=ti.i32, ndim=3),
         newton_row: nd(dtype=ti.i32, ndim=1),
-        newton_r: nd(dtype=real, ndim=2),
-        newton_p: nd(dtype=real, ndim=2),
-        newton_q: nd(dtype=real, ndim=2),
         c_bound: nd(dtype=real, ndim=1),
-        c_u: nd(dtype=f.rvec3, ndim=1),
-        c_jdv: nd(dtype=f.rvec3, ndim=1),
-        c_G: nd(dtype=f.rmat3, ndim=1),
+        c_u: nd(dtype=rvec3, ndim=1),
+        c_jdv: nd(dtype=rvec3, ndim=1),
         world_iterations: nd(dtype=ti.i32, ndim=1),
-        world_linear_iterations: nd(dtype=ti.i32, ndim=1),
         world_residual: nd(dtype=float, ndim=1),
         world_contacts: nd(dtype=ti.i32, ndim=1),
         world_updates: nd(dtype=ti.i32, ndim=1),
@@ -1639,7 +1626,6 @@ def newton_solver(real, sweeps: bool = False):
         tolerance: float,
         omega: float,
         presweeps: ti.i32,
-        cg: ti.i32,
     ):
         """One thread per world, which solves the world's islands one after the other
         (world_funcs.group_islands). Reads the contact rows, their warm-start impulses c_gamma, the
@@ -1652,15 +1638,10 @@ def newton_solver(real, sweeps: bool = False):
         Gauss-Seidel sweeps before the Newton iterations (relaxation omega; 0: none).
         A bilateral row's body a < 0 is the world (no velocity).
 
-        With cg = 0 the generalized velocity of body b sits at 6 newton_pos[w, b] in the
-        vectors (v, v*, gradient, step) and in H (newton_H), whose 6x6 blocks are stored and
-        factored only where the filled row graph newton_adj has an edge (and on the diagonal):
-        the factor of a sparse pile costs a small part of a dense one. With cg = 1 newton_pos is
-        the identity, newton_block holds the preconditioner's factors, newton_r, newton_p and
-        newton_q CG's vectors, c_G each contact row's curvature, and the CG iterations of the
-        solve (all its Newton iterations) go to world_linear_iterations, each product's rows
-        counted in world_updates. The other solve's arrays are not touched (SolverData gives
-        them one element)."""
+        The generalized velocity of body b sits at 6 newton_pos[w, b] in the vectors (v, v*,
+        gradient, step) and in H, whose 6x6 blocks are stored and factored only where the
+        filled row graph newton_adj has an edge (and on the diagonal): the factor of a
+        sparse pile costs a small part of a dense one."""
         B = body_vc.shape[1]
         n_worlds = world_start.shape[0] - 1
         open_queue(world_queue)
@@ -1671,22 +1652,15 @@ def newton_solver(real, sweeps: bool = False):
                 start, end = world_start[w], world_start[w + 1]
                 jstart, jend = bilateral_start[w], bilateral_start[w + 1]
                 it_world = 0
-                linear = 0
                 residual_world = ti.cast(0.0, real)
                 evaluations = 0
                 n_islands = 0
                 if world_status[w] == 0:
                     wm = w % body_inv_mass.shape[0]
-                    if cg == 0:
-                        f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos,
-                                       newton_deg)
-                    else:
-                        for b in range(B):
-                            newton_pos[w, b] = b
-                    n_islands = wf.group_islands(w, wm, start, end, jstart, jend, B, 1 - cg, c_ids, b_ids, body_inv_mass,
-                                                 newton_pos, newton_island, newton_body, newton_island_start, newton_row)
-                    if cg == 0:
-                        f.block_pattern(w, B, newton_adj, newton_pos, newton_padj, newton_rows, newton_row_len)
+                    f.order_bodies(w, start, end, jstart, jend, B, c_ids, b_ids, body_inv_mass, wm, newton_adj, newton_pos, newton_deg)
+                    n_islands = wf.group_islands(w, wm, start, end, jstart, jend, B, True, c_ids, b_ids, body_inv_mass, newton_pos,
+                                                 newton_island, newton_body, newton_island_start, newton_row)
+                    f.block_pattern(w, B, newton_adj, newton_pos, newton_padj, newton_rows, newton_row_len)
                     wf.load_free(w, B, body_vc, body_wc, newton_pos, newton_v, newton_vs, newton_dv)
                     for k in range(n_islands):  # each island alone (its positions are b0..b1: regrouped)
                         b0, b1 = newton_island_start[w, k, 0], newton_island_start[w, k + 1, 0]
@@ -1696,10 +1670,6 @@ def newton_solver(real, sweeps: bool = False):
                             continue  # no rows: the free velocities (already in place) are the solution
                         it = 0
                         residual = ti.cast(0.0, real)
-                        floor = ti.cast(0.0, real)  # CG's absolute floor on r^T M^-1 r (solver.newton_cg's stopping rule)
-                        if cg == 1:
-                            floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, b0, b1, body_inv_mass,
-                                                                                  body_inv_inertia_W, body_reach, newton_body)
                         first = 1
                         while True:  # a start, then the iterations; once more from the warm start after must_restart
                             from_last, started = wf.start_island(
@@ -1711,21 +1681,11 @@ def newton_solver(real, sweeps: bool = False):
                             first, it, near, short, stepped, again = 0, 0, 0, 0, 0, 0
                             alpha = ti.cast(0.0, real)
                             while True:
-                                # The gradient; with cg also the rows' curvatures and the preconditioner, which take
-                                # the iteration's modified flag (with cholesky the Hessian pass below takes it).
-                                modified = f.isotropic_start(it, near, b1 - b0 > 1)
-                                if cg == 0:
-                                    evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, stepped, alpha, False,
-                                                               c_ids, c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
-                                                               body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                                               newton_row, newton_island, newton_rows, newton_row_len, newton_v,
-                                                               newton_vs, newton_grad, newton_H, c_bound, c_u, c_jdv)
-                                else:
-                                    evaluations += g.assemble_pass(w, wm, k, b0, b1, s0, s1, jstart, jend, joints, modified, c_ids,
-                                                                   c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
-                                                                   body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                                                   newton_row, newton_island, newton_v, newton_vs, newton_grad,
-                                                                   newton_block, c_bound, c_u, c_G)
+                                evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, 0, stepped, alpha, False,
+                                                           c_ids,c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
+                                                           body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                           newton_island, newton_rows, newton_row_len, newton_v, newton_vs,
+                                                           newton_grad, newton_H, c_bound, c_u, c_jdv)
                                 stepped = 0
                                 residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
                                                        newton_body, newton_grad)
@@ -1734,34 +1694,22 @@ def newton_solver(real, sweeps: bool = False):
                                     break
                                 if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
                                     near = 1  # close already: the exact curvature from the first step
-                                    if cg == 1:
-                                        continue  # the pass again, with the exact curvature
-                                if cg == 0:
-                                    modified = f.isotropic_start(it, near, b1 - b0 > 1)
-                                    evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, 0, alpha, True,
-                                                               c_ids, c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
-                                                               body_inv_mass, body_inv_inertia_W, newton_pos, newton_body,
-                                                               newton_row, newton_island, newton_rows, newton_row_len, newton_v,
-                                                               newton_vs, newton_grad, newton_H, c_bound, c_u, c_jdv)
-                                    f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj,
-                                                       newton_rows, newton_row_len)
-                                else:
-                                    n_cg, products = g.solve_step(w, wm, k, b0, b1, s0, s1, jstart, jend, joints, floor, c_ids,
-                                                                  c_frame, c_ra, c_rb, c_G, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
-                                                                  body_inv_inertia_W, newton_pos, newton_body, newton_row,
-                                                                  newton_island, newton_v, newton_grad, newton_dv, newton_block,
-                                                                  newton_scale, newton_r, newton_p, newton_q)
-                                    linear += n_cg
-                                    evaluations += products
+                                modified = f.isotropic_start(it, near, b1 - b0 > 1)
+                                evaluations += wf.assemble(w, wm, k, b0, b1, s0, s1, jstart, jend, modified, 0, alpha, True,
+                                                           c_ids,c_frame, c_ra, c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law,
+                                                           body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                           newton_island, newton_rows, newton_row_len, newton_v, newton_vs,
+                                                           newton_grad, newton_H, c_bound, c_u, c_jdv)
+                                f.factor_and_solve(w, b0, b1, newton_H, newton_grad, newton_dv, newton_scale, newton_padj,
+                                                   newton_rows, newton_row_len)
                                 short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
-                                # With cholesky the next gradient pass steps the rows (stepped), with cg the search.
                                 searched, alpha = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra,
                                                                      c_rb, c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
                                                                      body_inv_inertia_W, newton_pos, newton_body, newton_row,
                                                                      newton_island, newton_v, newton_vs, newton_grad, newton_dv,
-                                                                     c_bound, c_u, c_jdv, cg)
+                                                                     c_bound, c_u, c_jdv, False)
                                 evaluations += searched
-                                stepped = 1 - cg
+                                stepped = 1  # the rows follow in the next gradient pass
                                 it += 1
                             if again == 0:
                                 break
@@ -1772,8 +1720,6 @@ def newton_solver(real, sweeps: bool = False):
                         residual_world = ti.max(residual_world, residual)
                     wf.keep_solution(w, B, newton_pos, newton_v, newton_last, newton_kept)
                 world_iterations[w] = it_world
-                if cg == 1:
-                    world_linear_iterations[w] = linear
                 world_residual[w] = ti.cast(residual_world, float)
                 world_contacts[w] = end - start
                 world_updates[w] = evaluations

@@ -1,9 +1,8 @@
 """Newton's step by preconditioned conjugate gradients ([solver] method = "newton", linear =
 "cg", or "auto" when the dense Hessians do not fit: solver.data.DENSE_BYTES), world schedule
-(one thread per world): the ti.funcs that solver.newton's world kernel (newton_solver) runs
-with its argument cg = 1. The Newton iteration is the same (cost, warm start, line search,
-bound update and stopping test: newton.world_funcs); only the linear solve of each iteration
-differs.
+(one thread per world). The Newton iteration is solver.newton's (the same cost, warm start,
+line search, bound update and stopping test: newton.world_funcs); only the linear solve of
+each iteration differs.
 
 H dv = -grad is solved without forming H = M + sum_i J_i^T G_i J_i (+ the bilateral rows'
 G j j^T): the assembly pass stores each contact row's curvature G_i (contact frame, 3x3:
@@ -50,10 +49,13 @@ import types
 
 import taichi as ti
 
-from ..types import ID_A, ID_B, contact_reg
-from .newton import newton_funcs
+from .. import backend
 
-__all__ = ["cg_funcs", "CG_RTOL", "CG_ATOL"]
+from ..types import ID_A, ID_B, contact_reg, ivec4, mat3, nd, vec3, vec4, vec6
+from .newton import NEAR_TOLERANCES, newton_funcs, world_funcs
+from .world_schedule import first_world, next_world, open_queue, world_slots
+
+__all__ = ["cg_funcs", "newton_cg_solver", "CG_RTOL", "CG_ATOL"]
 
 CG_RTOL = 1e-2
 """eta: CG stops when the step's error, in the kinetic-energy norm, is at most this fraction of
@@ -273,102 +275,224 @@ def cg_funcs(real):
                     least = ti.min(least, 1.0 / spin)
         return least
 
-    @ti.func
-    def assemble_pass(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
-                      jend: ti.i32, joints: ti.i32, modified: ti.i32, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(),
-                      c_rb: ti.template(), c_reg: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
-                      b_law: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                      newton_pos: ti.template(), newton_body: ti.template(), newton_row: ti.template(),
-                      newton_island: ti.template(), newton_v: ti.template(), newton_vs: ti.template(), newton_grad: ti.template(),
-                      newton_block: ti.template(), c_bound: ti.template(), c_u: ti.template(), c_G: ti.template()) -> ti.i32:
-        """One pass over island k (newton.world_funcs) at the iterate newton_v and its rows' c_u
-        and c_bound: the gradient (newton_grad), each contact row's curvature (c_G) and each
-        body's preconditioner block (newton_block, before its factorisation: factor_block).
-        joints: the island's bilateral rows. Returns the rows evaluated."""
-        for q in range(b0, b1):
-            mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W, newton_grad,
-                       newton_block)
-        for s in range(s0, s1):
-            c = newton_row[s]
-            ids = c_ids[c]
-            contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified, ti.cast(c_frame[c], real),
-                        ti.cast(c_ra[c], real), ti.cast(c_rb[c], real), body_inv_mass, newton_grad, newton_block, c_G)
-        for j in range(jstart, jend):
-            jids = b_ids[j]
-            if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
-                pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(w, wm, j, b_ids, b_Ja, b_Jb, b_law,
-                                                                               body_inv_mass, newton_pos, newton_v)
-                if mobile_a:
-                    bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
-                if mobile_b:
-                    bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
-        return s1 - s0 + joints
-
-    @ti.func
-    def solve_step(w: ti.i32, wm: ti.i32, k: ti.i32, b0: ti.i32, b1: ti.i32, s0: ti.i32, s1: ti.i32, jstart: ti.i32,
-                   jend: ti.i32, joints: ti.i32, floor: real, c_ids: ti.template(), c_frame: ti.template(), c_ra: ti.template(),
-                   c_rb: ti.template(), c_G: ti.template(), b_ids: ti.template(), b_Ja: ti.template(), b_Jb: ti.template(),
-                   b_law: ti.template(), body_inv_mass: ti.template(), body_inv_inertia_W: ti.template(),
-                   newton_pos: ti.template(), newton_body: ti.template(), newton_row: ti.template(),
-                   newton_island: ti.template(), newton_v: ti.template(), newton_grad: ti.template(), newton_dv: ti.template(),
-                   newton_block: ti.template(), newton_scale: ti.template(), newton_r: ti.template(), newton_p: ti.template(),
-                   newton_q: ti.template()):
-        """The step newton_dv of island k by PCG on H dv = -grad from dv = 0 (the module's
-        stopping rule, floor its absolute term on r^T M^-1 r: (CG_ATOL tol / 2)^2 point_mass),
-        after factoring the preconditioner blocks assemble_pass left. newton_r, newton_p and
-        newton_q hold CG's residual, direction and product (the preconditioned residual z =
-        P^-1 r between products); joints: the island's bilateral rows. Returns (the CG iterations, the rows evaluated by products)."""
-        for q in range(b0, b1):
-            factor_block(w, newton_body[w, q], newton_block, newton_scale)
-        for q in range(b0, b1):
-            p = 6 * newton_body[w, q]
-            for i in ti.static(range(6)):
-                newton_dv[w, p + i] = 0.0
-                newton_r[w, p + i] = -newton_grad[w, p + i]
-            precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
-        rz = ti.cast(0.0, real)
-        for q in range(b0, b1):
-            p = 6 * newton_body[w, q]
-            for i in ti.static(range(6)):
-                newton_p[w, p + i] = newton_q[w, p + i]
-                rz += newton_r[w, p + i] * newton_q[w, p + i]
-        n_cg = 0
-        evaluations = 0
-        while n_cg < 6 * (b1 - b0) and rz > 0.0:
-            hessian_product(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_G, b_ids, b_Ja, b_Jb, b_law,
-                            body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v,
-                            newton_p, newton_q)
-            evaluations += s1 - s0 + joints
-            pq = ti.cast(0.0, real)
-            for q in range(b0, b1):
-                p = 6 * newton_body[w, q]
-                for i in ti.static(range(6)):
-                    pq += newton_p[w, p + i] * newton_q[w, p + i]
-            if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
-                break
-            step = rz / pq
-            for q in range(b0, b1):
-                p = 6 * newton_body[w, q]
-                for i in ti.static(range(6)):
-                    newton_dv[w, p + i] = newton_dv[w, p + i] + step * newton_p[w, p + i]
-                    newton_r[w, p + i] = newton_r[w, p + i] - step * newton_q[w, p + i]
-            n_cg += 1
-            for q in range(b0, b1):
-                precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
-            rz_next = ti.cast(0.0, real)
-            for q in range(b0, b1):
-                p = 6 * newton_body[w, q]
-                for i in ti.static(range(6)):
-                    rz_next += newton_r[w, p + i] * newton_q[w, p + i]
-            rr, xx = mass_norms(w, wm, b0, b1, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W, newton_body)
-            if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
-                break
-            beta = rz_next / rz
-            rz = rz_next
-            for q in range(b0, b1):
-                p = 6 * newton_body[w, q]
-                for i in ti.static(range(6)):
-                    newton_p[w, p + i] = newton_q[w, p + i] + beta * newton_p[w, p + i]
-        return n_cg, evaluations
-
     return types.SimpleNamespace(**locals())
+
+
+@functools.lru_cache(maxsize=None)
+def newton_cg_solver(real, sweeps: bool = False):
+    """The Newton solve kernel of the world schedule with the matrix-free PCG step ([solver]
+    linear = "cg"), with arithmetic in `real` (ti.f64 or ti.f32) and, with sweeps, the
+    Gauss-Seidel presweeps' code ([solver] presweeps > 0), made once per combination."""
+    f = newton_funcs(real)
+    wf = world_funcs(real)
+    g = cg_funcs(real)
+    rvec3, rmat3 = f.rvec3, f.rmat3
+
+    @ti.kernel
+    def solve_newton_cg(
+        world_start: nd(dtype=ti.i32, ndim=1),
+        world_status: nd(dtype=ti.i32, ndim=1),
+        world_queue: nd(dtype=ti.i32, ndim=1),
+        c_ids: nd(dtype=ivec4, ndim=1),
+        c_frame: nd(dtype=mat3, ndim=1),
+        c_ra: nd(dtype=vec3, ndim=1),
+        c_rb: nd(dtype=vec3, ndim=1),
+        c_reg: nd(dtype=contact_reg, ndim=1),
+        c_gamma: nd(dtype=vec3, ndim=1),
+        bilateral_start: nd(dtype=ti.i32, ndim=1),
+        b_ids: nd(dtype=ivec4, ndim=1),
+        b_Ja: nd(dtype=vec6, ndim=1),
+        b_Jb: nd(dtype=vec6, ndim=1),
+        b_law: nd(dtype=vec4, ndim=1),
+        b_gamma: nd(dtype=float, ndim=1),
+        body_vc: nd(dtype=vec3, ndim=2),
+        body_wc: nd(dtype=vec3, ndim=2),
+        body_reach: nd(dtype=float, ndim=1),
+        body_inv_mass: nd(dtype=float, ndim=2),
+        body_inv_inertia_W: nd(dtype=mat3, ndim=2),
+        newton_block: nd(dtype=real, ndim=3),
+        newton_v: nd(dtype=real, ndim=2),
+        newton_vs: nd(dtype=real, ndim=2),
+        newton_last: nd(dtype=real, ndim=2),
+        newton_kept: nd(dtype=ti.i32, ndim=1),
+        newton_grad: nd(dtype=real, ndim=2),
+        newton_dv: nd(dtype=real, ndim=2),
+        newton_scale: nd(dtype=real, ndim=2),
+        newton_pos: nd(dtype=ti.i32, ndim=2),
+        newton_island: nd(dtype=ti.i32, ndim=2),
+        newton_body: nd(dtype=ti.i32, ndim=2),
+        newton_island_start: nd(dtype=ti.i32, ndim=3),
+        newton_row: nd(dtype=ti.i32, ndim=1),
+        newton_r: nd(dtype=real, ndim=2),
+        newton_p: nd(dtype=real, ndim=2),
+        newton_q: nd(dtype=real, ndim=2),
+        c_bound: nd(dtype=real, ndim=1),
+        c_u: nd(dtype=rvec3, ndim=1),
+        c_jdv: nd(dtype=rvec3, ndim=1),
+        c_G: nd(dtype=rmat3, ndim=1),
+        world_iterations: nd(dtype=ti.i32, ndim=1),
+        world_linear_iterations: nd(dtype=ti.i32, ndim=1),
+        world_residual: nd(dtype=float, ndim=1),
+        world_contacts: nd(dtype=ti.i32, ndim=1),
+        world_updates: nd(dtype=ti.i32, ndim=1),
+        world_islands: nd(dtype=ti.i32, ndim=1),
+        iterations: ti.i32,
+        tolerance: float,
+        omega: float,
+        presweeps: ti.i32,
+    ):
+        """One thread per world; reads and writes what solver.newton's kernel does (the same
+        Newton iteration), with each step from PCG: newton_block holds the preconditioner's
+        factors, newton_r, newton_p and newton_q CG's residual, direction and product (then
+        the preconditioned residual), c_G each contact row's curvature. Also writes the CG
+        iterations of the solve (all its Newton iterations) to world_linear_iterations and
+        counts each product's rows in world_updates."""
+        B = body_vc.shape[1]
+        n_worlds = world_start.shape[0] - 1
+        open_queue(world_queue)
+        ti.loop_config(serialize=backend.SERIAL_LOOPS)
+        for slot in range(world_slots(n_worlds)):
+            w = first_world(slot, n_worlds, world_queue)
+            while w >= 0:
+                start, end = world_start[w], world_start[w + 1]
+                jstart, jend = bilateral_start[w], bilateral_start[w + 1]
+                it_world = 0
+                linear = 0
+                residual_world = ti.cast(0.0, real)
+                evaluations = 0
+                n_islands = 0
+                if world_status[w] == 0:
+                    wm = w % body_inv_mass.shape[0]
+                    for b in range(B):
+                        newton_pos[w, b] = b
+                    n_islands = wf.group_islands(w, wm, start, end, jstart, jend, B, False, c_ids, b_ids, body_inv_mass, newton_pos,
+                                                 newton_island, newton_body, newton_island_start, newton_row)
+                    wf.load_free(w, B, body_vc, body_wc, newton_pos, newton_v, newton_vs, newton_dv)
+                    for k in range(n_islands):  # each island alone (newton_pos is the identity here)
+                        b0, b1 = newton_island_start[w, k, 0], newton_island_start[w, k + 1, 0]
+                        s0, s1 = newton_island_start[w, k, 1], newton_island_start[w, k + 1, 1]
+                        joints = wf.island_joints(w, wm, k, jstart, jend, b_ids, body_inv_mass, newton_island)
+                        if s1 == s0 and joints == 0:
+                            continue  # no rows: the free velocities (already in place) are the solution
+                        it = 0
+                        residual = ti.cast(0.0, real)
+                        # CG's absolute floor on r^T M^-1 r (see the module's stopping rule).
+                        floor = (0.5 * CG_ATOL * tolerance) ** 2 * g.point_mass(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W,
+                                                                              body_reach, newton_body)
+                        first = 1
+                        while True:  # a start, then the iterations; once more from the warm start after must_restart
+                            from_last, started = wf.start_island(
+                                w, wm, k, b0, b1, s0, s1, jstart, jend, joints, first, sweeps, presweeps, tolerance, omega, c_ids,
+                                c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids, b_Ja, b_Jb, b_gamma, body_vc, body_wc, body_reach,
+                                body_inv_mass, body_inv_inertia_W, newton_pos, newton_body, newton_row, newton_island, newton_v,
+                                newton_vs, newton_last, newton_kept, newton_grad, newton_dv, c_bound, c_u, c_jdv)
+                            evaluations += started
+                            first, it, near, short, again = 0, 0, 0, 0, 0
+                            while True:
+                                modified = f.isotropic_start(it, near, b1 - b0 > 1)
+                                # Gradient, row curvatures and the preconditioner's blocks.
+                                for q in range(b0, b1):
+                                    g.mass_block(w, wm, newton_body[w, q], newton_v, newton_vs, body_inv_mass, body_inv_inertia_W,
+                                                 newton_grad, newton_block)
+                                for s in range(s0, s1):
+                                    c = newton_row[s]
+                                    ids = c_ids[c]
+                                    g.contact_row(w, wm, c, ids[ID_A], ids[ID_B], c_u[c], c_bound[c], c_reg[c], modified,
+                                                  ti.cast(c_frame[c], real), ti.cast(c_ra[c], real), ti.cast(c_rb[c], real),
+                                                  body_inv_mass, newton_grad, newton_block, c_G)
+                                for j in range(jstart, jend):
+                                    jids = b_ids[j]
+                                    if f.row_island(w, wm, jids[ID_A], jids[ID_B], body_inv_mass, newton_island) == k:
+                                        pa, pb, mobile_a, mobile_b, ja, jb, gamma, G = f.bilateral_row(
+                                            w, wm, j, b_ids, b_Ja, b_Jb, b_law, body_inv_mass, newton_pos, newton_v)
+                                        if mobile_a:
+                                            g.bilateral_own(w, pa, ja, gamma, G, newton_grad, newton_block)
+                                        if mobile_b:
+                                            g.bilateral_own(w, pb, jb, gamma, G, newton_grad, newton_block)
+                                evaluations += s1 - s0 + joints
+                                residual = wf.residual(w, wm, b0, b1, body_inv_mass, body_inv_inertia_W, body_reach, newton_pos,
+                                                       newton_body, newton_grad)
+                                again = wf.must_restart(from_last, residual, tolerance, it, iterations)
+                                if again == 1 or residual <= tolerance or it >= iterations or short == 1:
+                                    break
+                                if it == 0 and near == 0 and residual <= NEAR_TOLERANCES * tolerance:
+                                    near = 1  # close already: the exact curvature from the first step (solver.newton)
+                                    continue
+                                for q in range(b0, b1):
+                                    g.factor_block(w, newton_body[w, q], newton_block, newton_scale)
+                                # PCG on H dv = -grad from dv = 0 (newton_q holds z = P^-1 r between products).
+                                for q in range(b0, b1):
+                                    p = 6 * newton_body[w, q]
+                                    for i in ti.static(range(6)):
+                                        newton_dv[w, p + i] = 0.0
+                                        newton_r[w, p + i] = -newton_grad[w, p + i]
+                                    g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
+                                rz = ti.cast(0.0, real)
+                                for q in range(b0, b1):
+                                    p = 6 * newton_body[w, q]
+                                    for i in ti.static(range(6)):
+                                        newton_p[w, p + i] = newton_q[w, p + i]
+                                        rz += newton_r[w, p + i] * newton_q[w, p + i]
+                                n_cg = 0
+                                while n_cg < 6 * (b1 - b0) and rz > 0.0:
+                                    g.hessian_product(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_G,
+                                                      b_ids, b_Ja,b_Jb, b_law, body_inv_mass, body_inv_inertia_W, newton_pos,
+                                                      newton_body, newton_row, newton_island, newton_v, newton_p, newton_q)
+                                    evaluations += s1 - s0 + joints
+                                    pq = ti.cast(0.0, real)
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            pq += newton_p[w, p + i] * newton_q[w, p + i]
+                                    if pq <= 0.0:  # no curvature left along p (round-off): keep the step so far
+                                        break
+                                    step = rz / pq
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            newton_dv[w, p + i] = newton_dv[w, p + i] + step * newton_p[w, p + i]
+                                            newton_r[w, p + i] = newton_r[w, p + i] - step * newton_q[w, p + i]
+                                    n_cg += 1
+                                    for q in range(b0, b1):
+                                        g.precondition(w, newton_body[w, q], newton_block, newton_scale, newton_r, newton_q)
+                                    rz_next = ti.cast(0.0, real)
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            rz_next += newton_r[w, p + i] * newton_q[w, p + i]
+                                    rr, xx = g.mass_norms(w, wm, b0, b1, newton_r, newton_dv, body_inv_mass, body_inv_inertia_W,
+                                                          newton_body)
+                                    if rr <= ti.max(CG_RTOL * CG_RTOL * xx, floor):
+                                        break
+                                    beta = rz_next / rz
+                                    rz = rz_next
+                                    for q in range(b0, b1):
+                                        p = 6 * newton_body[w, q]
+                                        for i in ti.static(range(6)):
+                                            newton_p[w, p + i] = newton_q[w, p + i] + beta * newton_p[w, p + i]
+                                linear += n_cg
+                                short = wf.short_step(w, b0, b1, tolerance, body_reach, newton_pos, newton_body, newton_dv)
+                                searched, _ = wf.search_and_step(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra,
+                                                                 c_rb,c_reg, b_ids, b_Ja, b_Jb, b_law, body_inv_mass,
+                                                                 body_inv_inertia_W, newton_pos, newton_body, newton_row,
+                                                                 newton_island, newton_v, newton_vs, newton_grad, newton_dv,
+                                                                 c_bound, c_u, c_jdv, True)
+                                evaluations += searched
+                                it += 1
+                            if again == 0:
+                                break
+                        wf.store_solution(w, wm, k, b0, b1, s0, s1, jstart, jend, c_ids, c_frame, c_ra, c_rb, c_reg, c_gamma, b_ids,
+                                          b_Ja, b_Jb, b_law, b_gamma, body_vc, body_wc, body_inv_mass, body_inv_inertia_W,
+                                          newton_pos, newton_body, newton_row, newton_island, newton_v, newton_vs, c_bound, c_u)
+                        it_world = ti.max(it_world, it)
+                        residual_world = ti.max(residual_world, residual)
+                    wf.keep_solution(w, B, newton_pos, newton_v, newton_last, newton_kept)
+                world_iterations[w] = it_world
+                world_linear_iterations[w] = linear
+                world_residual[w] = ti.cast(residual_world, float)
+                world_contacts[w] = end - start
+                world_updates[w] = evaluations
+                world_islands[w] = n_islands
+                w = next_world(n_worlds, world_queue)
+
+    return solve_newton_cg
