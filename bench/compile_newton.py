@@ -7,6 +7,8 @@ it, and optionally the run time per Newton iteration on dumped pile steps.
 One kernel per process, one JSON line on stdout: kernel, arch, precision (the state's floats),
 real (the solve's arithmetic; by default what SolverData picks: f64 on cpu, f32 on vulkan),
 cfg_optimization (Taichi's control-flow-graph pass: backend.CFG_OPTIMIZATION, or --cfg),
+lp_native_vector_width (Mesa's lavapipe: the SIMD width it compiles a shader for, from the
+environment; scripts/test.sh sets 128),
 compile_s (the first launch minus a warm launch of the same problem; compile_cpu_s: the same
 in CPU time of the process, all threads: less sensitive to other processes on a loaded
 machine, but on vulkan it misses the driver's threads, if any), cache_bytes (Taichi's
@@ -149,6 +151,7 @@ def main() -> None:
     out = dict(kernel=args.kernel, arch=args.arch, precision=args.precision,
                real=args.real or ("f32" if args.arch == "vulkan" else "f64"), compile_s=round(first - warm, 2),
                compile_cpu_s=round(first_cpu - warm_cpu, 2), cfg_optimization=bool(ti.lang.impl.current_cfg().cfg_optimization),
+               lp_native_vector_width=os.environ.get("LP_NATIVE_VECTOR_WIDTH", "driver default"),
                frontend_s=round(spent["frontend_s"], 2),
                inlined_total=sum(counts.values()),
                inlined=dict(counts.most_common()))

@@ -175,6 +175,14 @@ more than half a minute there; it runs on the cpu backend (and GPU drivers), and
 it uses run on lavapipe in shorter tests and in the cpu-vs-vulkan comparisons
 (test_pipeline.test_cpu_and_vulkan_agree, test_joints.test_every_joint_law_agrees_on_cpu_and_vulkan)."""
 
+ON_LAVAPIPE_ELSEWHERE = pytest.mark.lavapipe_elsewhere(
+    "the default method's run of this test and test_dynamics.py::test_solver_methods_agree run this method's kernels here")
+"""The mark of a test's parameter set that repeats, with another solver method, a test that the
+lavapipe pass runs with the default one (Newton): skipped on lavapipe only, where each test
+costs about 2.5 ms per launch and the method's kernels already run in
+test_solver_methods_agree (every method from one state) and in its own tests; it runs on the
+cpu backend and on GPU drivers."""
+
 UNMARKED_SHARE = 3
 """On lavapipe, a test without a launches(n) marker starts in a runtime with at least 1/3 of the
 launch budget left (else the runtime is restarted first)."""
@@ -237,10 +245,16 @@ def pytest_runtest_setup(item):
     exceeds the budget; when n (a third of the budget for an unmarked test) does not fit in what
     is left, the runtime is restarted in this process first (backend.restart), instead of
     running until it meets the limit. A test or fixture that still meets the limit defers or
-    skips it as before (scripts/test.sh reruns deferred tests in fresh processes)."""
+    skips it as before (scripts/test.sh reruns deferred tests in fresh processes). A test
+    marked lavapipe_elsewhere (ON_LAVAPIPE_ELSEWHERE) is skipped on lavapipe."""
     import taichi_hydro as th
     from taichi_hydro import backend
 
+    elsewhere = item.get_closest_marker("lavapipe_elsewhere")
+    if elsewhere is not None and item.config.getoption("--arch") == "vulkan":
+        _init_backend(item.config)
+        if backend.launch_budget() is not None:  # lavapipe
+            pytest.skip(f"{item.nodeid}: on lavapipe {elsewhere.args[0]}")
     budget = backend.launch_budget() if backend.is_initialized() else None
     marker = item.get_closest_marker("launches")
     if budget is not None:
