@@ -103,6 +103,7 @@ def main(argv=None) -> int:
                      "presweeps": sims[m].options.presweeps,
                      "first_run_s": round(compile_s[m], 3), "stage_ms": stage_ms, "step_ms": sum(stage_ms.values()),
                      "iterations_mean_p95_max": mean_p95_max(records[m].iterations),
+                     "capped_world_steps": records[m].capped,
                      "diverged_worlds": int(np.count_nonzero(sims[m].world_status())), "pool_cores": pool_cores()})
     for row in rows:
         row["this_solve_over_first"] = row["stage_ms"]["solve"] / rows[0]["stage_ms"]["solve"]

@@ -103,7 +103,8 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
     at large batches of a case with a world-step budget; the row then has steps_reduced_from
     and steps_note). outcome: the case's probe read after the timed run (_probe).
     iterations_mean_p95_max: the solver iterations per world-step over the same interval,
-    stepped again one step at a time (untimed), and stage_ms: the mean time per step of each
+    stepped again one step at a time (untimed), capped_world_steps: how many of those ended
+    unconverged at the iteration cap (StageRecord), and stage_ms: the mean time per step of each
     stage over that same interval (profile_stages: one launch at a time with a sync after each
     stage, so they add up to more than a step takes in the timed run); stage_share: each
     stage's part of their sum. schedule
@@ -143,7 +144,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
             wall = time.perf_counter() - t0
             outcome = _probe(sim, case.probe, p_start) if case.probe else None
             totals = sim.step_totals()  # sums since the reset before the timed run
-            iterations, linear_iterations, stages = _profile_run(sim, steps, start)
+            iterations, linear_iterations, stages, capped = _profile_run(sim, steps, start)
             row = {
                 "suite": "dynamics",
                 "case": name,
@@ -162,6 +163,7 @@ def dynamics_worker(arch: str, names: list[str], quick: bool, only_worlds: int |
                 "contacts_per_world_step": totals["contacts"] / (worlds * steps),
                 "iterations_per_world_step": totals["iterations"] / (worlds * steps),
                 "iterations_mean_p95_max": iterations,
+                "capped_world_steps": capped,
                 **({"linear_solver": sim.linear_solver, "linear_iterations_mean_p95_max": linear_iterations}
                    if sim.linear_solver else {}),
                 "settle_steps": case.settle,
@@ -208,15 +210,16 @@ def _probe(sim, probe, p_start: np.ndarray) -> dict:
     return out
 
 
-def _profile_run(sim, steps: int, start: dict | None) -> tuple[list[float], list[float], dict[str, float]]:
+def _profile_run(sim, steps: int, start: dict | None) -> tuple[list[float], list[float], dict[str, float], int]:
     """The timed run's interval again from its start (reset to `start`, or to the scene's initial
     state: cold, as the timed run), one step at a time and untimed as a whole (StageRecord):
     [mean, p95, max] of the solver iterations per world-step; the same of the CG iterations
-    (0 but for Newton's linear = "cg"); and the mean time per step of each stage [s]."""
+    (0 but for Newton's linear = "cg"); the mean time per step of each stage [s]; and the
+    world-steps unconverged at the iteration cap (StageRecord.capped)."""
     sim.reset(state=start)
     record = StageRecord(sim)
     record.step(steps)
-    return mean_p95_max(record.iterations), mean_p95_max(record.linear_iterations), record.stage_mean_s()
+    return mean_p95_max(record.iterations), mean_p95_max(record.linear_iterations), record.stage_mean_s(), record.capped
 
 
 def _drake_build(scene, approximation: str):
@@ -417,10 +420,11 @@ def markdown_dynamics(rows: list[dict]) -> str:
         if "stage_share" in r:
             stage += " (" + " / ".join(f"{100 * v:.0f}" for v in r["stage_share"].values()) + " %)"
         work = lambda k: f"{r[k]:.1f}" if k in r else "-"  # noqa: E731
+        iterations = work("iterations_per_world_step") + (f" ({r['capped_world_steps']} capped)" if r.get("capped_world_steps") else "")
         speed = f"{r['world_steps_per_s']:.4g}" if np.isfinite(r["world_steps_per_s"]) else f"failed: {r.get('error', '')}"
         lines.append(
             f"| {r['case']} | {r['bodies']} | {backend} | {r['worlds']} | {speed} | {ratio('ratio_vs_drake_lagged')} | "
-            f"{ratio('ratio_vs_drake_sap')} | {work('polygons_per_world_step')} | {work('iterations_per_world_step')} | {stage} |"
+            f"{ratio('ratio_vs_drake_sap')} | {work('polygons_per_world_step')} | {iterations} | {stage} |"
         )
     return "\n".join(lines)
 

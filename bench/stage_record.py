@@ -15,8 +15,17 @@ def mean_p95_max(values) -> list:
     return [float(values.mean()), float(np.percentile(values, 95)), values.max().item()]
 
 
+def capped_worlds(stats: dict, cap: int, tolerance: float) -> int:
+    """The worlds of one step (solver_stats()) whose solve stopped at the iteration cap with its
+    residual above the tolerance [m/s]."""
+    return int(np.count_nonzero((stats["iterations"] >= cap) & (stats["residual"] > tolerance)))
+
+
 class StageRecord:
-    """The stage times [s] and the iteration counts of `sim`'s steps taken through step()."""
+    """The stage times [s] and the iteration counts of `sim`'s steps taken through step(), and
+    how many world-steps ended at the solver's iteration cap ([solver] iterations) with their
+    residual above its tolerance (unconverged: `capped`; a rare event on a pile, which a mean,
+    p95 and max alone do not count)."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -24,6 +33,7 @@ class StageRecord:
         self.stage_s = dict.fromkeys((name for name, _ in sim.stages), 0.0)
         self.iterations: list[np.ndarray] = []
         self.linear_iterations: list[np.ndarray] = []
+        self.capped = 0
 
     def step(self, n: int = 1) -> None:
         """n steps, one at a time: each stage's time, then the iterations of every world (Newton's
@@ -34,6 +44,7 @@ class StageRecord:
             stats = self.sim.solver_stats()
             self.iterations.append(stats["iterations"].copy())
             self.linear_iterations.append(stats["linear_iterations"].copy())
+            self.capped += capped_worlds(stats, self.sim.options.iterations, self.sim.options.tolerance)
             self.steps += 1
 
     def stage_mean_s(self) -> dict[str, float]:

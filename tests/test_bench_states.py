@@ -101,8 +101,20 @@ def test_method_ab_times_variants_over_the_same_interval(arch, tmp_path):
         assert all(t > 0 for t in row["stage_ms"].values()) and row["step_ms"] == sum(row["stage_ms"].values())
         assert row["this_solve_over_first"] == row["stage_ms"]["solve"] / rows[0]["stage_ms"]["solve"]
     assert rows[0]["this_solve_over_first"] == 1.0 and "newton:iterations=1: solve" in r.stdout
+    # Newton's landing sphere converges in every step below its cap of 100 (max 2-3 iterations).
+    assert rows[0]["capped_world_steps"] == 0
+    assert all(0 <= row["capped_world_steps"] <= 2 * 30 for row in rows)
     bad = ab("newton,newton:sweeps=2")
     assert bad.returncode == 2 and "'sweeps' is not a [solver] setting" in bad.stderr
+
+
+def test_capped_worlds_counts_solves_unconverged_at_the_cap():
+    """A world counts when its solve used the whole cap and its residual is above the tolerance;
+    one that met the tolerance at its last allowed iteration does not."""
+    from bench.stage_record import capped_worlds
+    stats = {"iterations": np.array([100, 100, 7, 100]), "residual": np.array([2e-3, 1e-7, 5e-3, 1e-6])}
+    assert capped_worlds(stats, 100, 1e-6) == 1
+    assert capped_worlds(stats, 7, 1e-6) == 2
 
 
 def test_mean_p95_max_pools_the_arrays_of_every_step():
