@@ -168,7 +168,7 @@ DYNAMICS_CASES = [
     # The issue's long runs of the pile from its start (spheres falling, landing, settling):
     # 1 s (the Drake ratio's interval) and 1.5 s (the iterations' interval), 64 worlds. Until
     # 2026-12-04 these two ran 1000 and 1500 steps, 2 s and 3 s at the pile's 2 ms step: those
-    # runs are pile_27_2s and pile_27_3s (README, "Reusing the factor across iterations").
+    # runs are pile_27_2s and pile_27_3s (README, "Benchmarks": the correction).
     # A name's interval is checked against its steps and the scene's dt (tests/test_bench_states.py).
     DynamicsCase("pile_27_1s", lambda: pile(3), round(1.0 / PILE_DT), (64,)),
     DynamicsCase("pile_27_1_5s", lambda: pile(3), round(1.5 / PILE_DT), (64,)),
