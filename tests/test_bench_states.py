@@ -188,7 +188,6 @@ def test_cpu_model_names_the_family_and_model_of_the_first_processor():
     assert cpu_model("processor\t: 0\nmodel name\t: Some CPU\n") == "Some CPU"
 
 
-
 INTERVALS_S = {"pile_27_1s": 1.0, "pile_27_1_5s": 1.5, "pile_27_2s": 2.0, "pile_27_3s": 3.0}
 """The cases named for their simulated interval [s]."""
 
